@@ -1,0 +1,194 @@
+"""The manifest: a queue's whole mutable state, advanced only by compare-and-swap.
+
+It holds the queue's attributes, the slot cursor (`next_seq`: every slot below it has been read
+into the manifest or skipped by a purge), and, per adopted segment, which messages are done and
+the lease of every message that has been received or delayed. Message bodies never live here:
+they stay in the immutable segments, so the manifest stays a few KB however large messages are.
+
+`version` grows by one on every write. Since an S3 etag is the MD5 of the body, two successive
+manifests must never be byte-equal, or a writer holding a stale etag could win (ABA).
+
+Design note for FIFO groups: a group's ordering state would be one more map here
+(group -> first unfinished (seq, idx) and its lease), leaving segments and slots unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+from okuri import limits
+
+FORMAT = 1
+
+
+class ManifestCorrupt(ValueError):
+    """A manifest object does not decode."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAttrs:
+    visibility_timeout_s: int = limits.visibility_s_default
+    delay_s: int = 0
+    retention_s: int = limits.retention_s_default
+    max_message_bytes: int = limits.message_bytes_max
+    receive_wait_s: int = 0
+    max_receive_count: int | None = None
+    dead_letter_queue: str | None = None
+    # Attributes the engine stores but never interprets (tags, policies, redrive-allow policy).
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "vis": self.visibility_timeout_s,
+            "delay": self.delay_s,
+            "ret": self.retention_s,
+            "max": self.max_message_bytes,
+            "wait": self.receive_wait_s,
+            "mrc": self.max_receive_count,
+            "dlq": self.dead_letter_queue,
+            "extra": self.extra,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> QueueAttrs:
+        return QueueAttrs(
+            visibility_timeout_s=d["vis"],
+            delay_s=d["delay"],
+            retention_s=d["ret"],
+            max_message_bytes=d["max"],
+            receive_wait_s=d["wait"],
+            max_receive_count=d["mrc"],
+            dead_letter_queue=d["dlq"],
+            extra=dict(d.get("extra") or {}),
+        )
+
+
+# A message's lease: (receives, until_ms, first_receive_ms). receives doubles as the lease epoch:
+# each receive bumps it, so a receipt minted before the latest receive is stale by construction.
+# A delayed message that was never received has (0, visible_at_ms, 0).
+Lease = tuple[int, int, int]
+
+
+@dataclass(slots=True)
+class SegmentState:
+    seq: int
+    sid: str
+    count: int
+    sent_ms: int
+    done: int = 0  # bitmask of finished messages (acked, expired, dead-lettered)
+    leases: dict[int, Lease] = field(default_factory=dict)
+
+    def is_done(self, idx: int) -> bool:
+        return bool(self.done >> idx & 1)
+
+    def all_done(self) -> bool:
+        return self.done == (1 << self.count) - 1
+
+    def remaining(self) -> int:
+        return self.count - self.done.bit_count()
+
+    def copy(self) -> SegmentState:
+        return SegmentState(
+            self.seq, self.sid, self.count, self.sent_ms, self.done, dict(self.leases)
+        )
+
+
+@dataclass(slots=True)
+class QueueState:
+    name: str
+    incarnation: str
+    created_ms: int
+    attrs: QueueAttrs
+    modified_ms: int = 0
+    version: int = 1
+    next_seq: int = 0
+    segments: dict[int, SegmentState] = field(default_factory=dict)
+    # (seq, segment id) of the latest adopted slots: lets a producer learn whether the slot it
+    # wrote was read, or was a stale slot freed before its write landed.
+    recent: list[tuple[int, str]] = field(default_factory=list)
+    # Tokens of the latest commits: lets a writer whose CAS reply was lost learn if it landed.
+    commits: list[str] = field(default_factory=list)
+    purged_ms: int = 0
+
+    def copy(self) -> QueueState:
+        return replace(
+            self,
+            segments={s: st.copy() for s, st in self.segments.items()},
+            recent=list(self.recent),
+            commits=list(self.commits),
+        )
+
+    def recent_sid(self, seq: int) -> str | None:
+        for s, sid in self.recent:
+            if s == seq:
+                return sid
+        seg = self.segments.get(seq)
+        return seg.sid if seg else None
+
+
+def encode_state(st: QueueState) -> bytes:
+    return orjson.dumps(
+        {
+            "f": FORMAT,
+            "name": st.name,
+            "inc": st.incarnation,
+            "v": st.version,
+            "created": st.created_ms,
+            "modified": st.modified_ms,
+            "attrs": st.attrs.to_json(),
+            "next": st.next_seq,
+            "segs": [
+                [
+                    g.seq,
+                    g.sid,
+                    g.count,
+                    g.sent_ms,
+                    format(g.done, "x"),
+                    [[i, *lease] for i, lease in sorted(g.leases.items())],
+                ]
+                for g in st.segments.values()
+            ],
+            "recent": [list(r) for r in st.recent],
+            "commits": st.commits,
+            "purged": st.purged_ms,
+        }
+    )
+
+
+def decode_state(data: bytes) -> QueueState:
+    try:
+        d = orjson.loads(data)
+        if not isinstance(d, dict):
+            raise ManifestCorrupt("manifest is not a JSON object")
+        if d.get("f") != FORMAT:
+            raise ManifestCorrupt(f"unknown manifest format {d.get('f')!r}")
+        segments = {}
+        for seq, sid, count, sent_ms, done_hex, leases in d["segs"]:
+            segments[seq] = SegmentState(
+                seq,
+                sid,
+                count,
+                sent_ms,
+                int(done_hex, 16),
+                {i: (r, u, f) for i, r, u, f in leases},
+            )
+        return QueueState(
+            name=d["name"],
+            incarnation=d["inc"],
+            created_ms=d["created"],
+            modified_ms=d["modified"],
+            attrs=QueueAttrs.from_json(d["attrs"]),
+            version=d["v"],
+            next_seq=d["next"],
+            segments=segments,
+            recent=[(s, sid) for s, sid in d["recent"]],
+            commits=list(d["commits"]),
+            purged_ms=d["purged"],
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        if isinstance(err, ManifestCorrupt):
+            raise
+        raise ManifestCorrupt(f"manifest unreadable: {err}") from err

@@ -1,0 +1,346 @@
+"""Every change to a queue's manifest, as a pure function of (state, now_ms, ops).
+
+A node collects the operations its clients asked for during one linger window and applies them
+all to the manifest it last read; if the compare-and-swap loses, it re-reads and applies the same
+operations again to the new state. Results therefore always describe the state that was actually
+written. Nothing here reads a clock, touches I/O or knows about HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from okuri import limits
+from okuri.core.state import QueueAttrs, QueueState, SegmentState
+
+# --- operations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Adopt:
+    """Read slot `seq` into the manifest: its messages become receivable."""
+
+    seq: int
+    sid: str
+    count: int
+    sent_ms: int
+    delays: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Lease up to `max_messages` visible messages for `visibility_ms`."""
+
+    max_messages: int
+    visibility_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    seq: int
+    idx: int
+    epoch: int
+    incarnation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeVisibility:
+    seq: int
+    idx: int
+    epoch: int
+    visibility_ms: int
+    incarnation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkDead:
+    """Finish a message whose copy already landed in the dead-letter queue."""
+
+    seq: int
+    idx: int
+    epoch: int
+    incarnation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """Hand back a lease that no client ever saw (a node's lease-ahead buffer went unused).
+
+    The receive count steps back, so the next receive reuses the epoch: safe because no receipt
+    carrying it ever left the node.
+    """
+
+    seq: int
+    idx: int
+    epoch: int
+    incarnation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Purge:
+    """Drop every message in slots below `head_seq` (the first slot found empty)."""
+
+    head_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetAttributes:
+    attrs: QueueAttrs
+
+
+Op = Adopt | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    seq: int
+    idx: int
+    epoch: int
+    first_receive_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseResult:
+    granted: tuple[Grant, ...]
+    # Messages past maxReceiveCount, leased so nobody else takes them while they are copied to
+    # the dead-letter queue; MarkDead with the same epoch then finishes them.
+    dead: tuple[Grant, ...]
+
+
+AckResult = Literal["acked", "stale", "gone"]
+VisibilityResult = Literal["ok", "stale", "gone", "not_inflight"]
+Result = LeaseResult | AckResult | VisibilityResult | bool
+
+
+@dataclass(slots=True)
+class Outcome:
+    state: QueueState
+    results: list[Result]
+    changed: bool
+    freed: list[int] = field(default_factory=list)
+    expired: int = 0
+
+
+# --- the transition --------------------------------------------------------------------------
+
+
+def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outcome:
+    """Apply `ops` in order to a copy of `state`; `token` marks the commit for ambiguity checks."""
+    st = state.copy()
+    out = Outcome(state=st, results=[], changed=False)
+    granted: set[tuple[int, int]] = set()
+    out.expired = _expire(st, now_ms)
+    out.changed = out.expired > 0
+    for op in ops:
+        result, changed = _apply_one(st, now_ms, op, out.freed, granted)
+        out.results.append(result)
+        out.changed = out.changed or changed
+    for seq in [s for s, seg in st.segments.items() if seg.all_done()]:
+        del st.segments[seq]
+        out.freed.append(seq)
+        out.changed = True
+    if out.changed:
+        st.version += 1
+        st.commits.append(token)
+        del st.commits[: -limits.manifest_recent_commits]
+    return out
+
+
+def _apply_one(
+    st: QueueState, now_ms: int, op: Op, freed: list[int], granted: set[tuple[int, int]]
+) -> tuple[Result, bool]:
+    match op:
+        case Adopt():
+            return _adopt(st, op)
+        case Lease():
+            res = _lease(st, now_ms, op, granted)
+            return res, bool(res.granted or res.dead)
+        case Ack():
+            ack = _ack(st, op)
+            return ack, ack == "acked"
+        case ChangeVisibility():
+            vis = _change_visibility(st, now_ms, op)
+            return vis, vis == "ok"
+        case MarkDead():
+            dead = _mark_dead(st, op)
+            return dead, dead
+        case Release():
+            released = _release(st, op)
+            return released, released
+        case Purge():
+            freed.extend(st.segments)
+            st.segments.clear()
+            st.next_seq = max(st.next_seq, op.head_seq)
+            st.purged_ms = now_ms
+            return True, True
+        case SetAttributes():
+            st.attrs = op.attrs
+            st.modified_ms = now_ms
+            return True, True
+
+
+def _expire(st: QueueState, now_ms: int) -> int:
+    """Finish every message older than the retention period; returns how many."""
+    cutoff = now_ms - st.attrs.retention_s * 1000
+    expired = 0
+    for seg in st.segments.values():
+        if seg.sent_ms <= cutoff and not seg.all_done():
+            expired += seg.remaining()
+            seg.done = (1 << seg.count) - 1
+            seg.leases.clear()
+    return expired
+
+
+def _adopt(st: QueueState, op: Adopt) -> tuple[bool, bool]:
+    if op.seq != st.next_seq or len(st.segments) >= limits.manifest_segments_max:
+        return False, False
+    if op.count == 0:  # a slot holding something that is not a segment: step over it
+        st.next_seq = op.seq + 1
+        st.recent.append((op.seq, op.sid))
+        del st.recent[: -limits.manifest_recent_slots]
+        return True, True
+    st.segments[op.seq] = SegmentState(
+        op.seq, op.sid, op.count, op.sent_ms, 0, {i: (0, at, 0) for i, at in op.delays}
+    )
+    st.next_seq = op.seq + 1
+    st.recent.append((op.seq, op.sid))
+    del st.recent[: -limits.manifest_recent_slots]
+    return True, True
+
+
+def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
+    granted: list[Grant] = []
+    dead: list[Grant] = []
+    mrc = st.attrs.max_receive_count
+    for seg in st.segments.values():
+        if len(granted) >= op.max_messages or len(dead) >= op.max_messages:
+            break
+        for idx in range(seg.count):
+            if seg.is_done(idx):
+                continue
+            receives, until_ms, first_ms = seg.leases.get(idx, (0, 0, 0))
+            if until_ms > now_ms or (seg.seq, idx) in taken:
+                continue
+            taken.add((seg.seq, idx))
+            grant = Grant(seg.seq, idx, receives + 1, first_ms or now_ms)
+            seg.leases[idx] = (grant.epoch, now_ms + op.visibility_ms, grant.first_receive_ms)
+            if mrc is not None and receives >= mrc:
+                dead.append(grant)
+                if len(dead) >= op.max_messages:
+                    break
+            else:
+                granted.append(grant)
+                if len(granted) >= op.max_messages:
+                    break
+    return LeaseResult(tuple(granted), tuple(dead))
+
+
+def _holder(
+    st: QueueState, seq: int, idx: int, epoch: int, incarnation: str = ""
+) -> SegmentState | Literal["gone", "stale"]:
+    if incarnation and incarnation != st.incarnation:
+        return "gone"  # minted by a deleted queue of the same name
+    seg = st.segments.get(seq)
+    if seg is None or idx >= seg.count:
+        return "gone" if seq < st.next_seq else "stale"
+    if seg.is_done(idx):
+        return "gone"
+    lease = seg.leases.get(idx)
+    if lease is None or lease[0] != epoch:
+        return "stale"
+    return seg
+
+
+def _ack(st: QueueState, op: Ack) -> AckResult:
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    if isinstance(seg, str):
+        return seg
+    seg.done |= 1 << op.idx
+    del seg.leases[op.idx]
+    return "acked"
+
+
+def _change_visibility(st: QueueState, now_ms: int, op: ChangeVisibility) -> VisibilityResult:
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    if isinstance(seg, str):
+        return seg
+    receives, until_ms, first_ms = seg.leases[op.idx]
+    if until_ms <= now_ms:
+        return "not_inflight"
+    seg.leases[op.idx] = (receives, now_ms + op.visibility_ms, first_ms)
+    return "ok"
+
+
+def _mark_dead(st: QueueState, op: MarkDead) -> bool:
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    if isinstance(seg, str):
+        return False
+    seg.done |= 1 << op.idx
+    del seg.leases[op.idx]
+    return True
+
+
+def _release(st: QueueState, op: Release) -> bool:
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    if isinstance(seg, str):
+        return False
+    receives, _until, first_ms = seg.leases[op.idx]
+    seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
+    return True
+
+
+# --- read-only views -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    visible: int = 0
+    in_flight: int = 0
+    delayed: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.visible + other.visible,
+            self.in_flight + other.in_flight,
+            self.delayed + other.delayed,
+        )
+
+
+def counts(st: QueueState, now_ms: int) -> Counts:
+    """Approximate counts over adopted slots, as SQS reports them."""
+    cutoff = now_ms - st.attrs.retention_s * 1000
+    visible = in_flight = delayed = 0
+    for seg in st.segments.values():
+        if seg.sent_ms <= cutoff:
+            continue
+        remaining = seg.remaining()
+        for receives, until_ms, _ in seg.leases.values():
+            if until_ms > now_ms:
+                remaining -= 1
+                if receives:
+                    in_flight += 1
+                else:
+                    delayed += 1
+        visible += remaining
+    return Counts(visible, in_flight, delayed)
+
+
+def next_expiry_ms(st: QueueState, now_ms: int) -> int | None:
+    """When the earliest lease or delay that hides a message runs out, if any does."""
+    soonest: int | None = None
+    for seg in st.segments.values():
+        for _, until_ms, _ in seg.leases.values():
+            if until_ms > now_ms and (soonest is None or until_ms < soonest):
+                soonest = until_ms
+    return soonest
+
+
+def has_visible(st: QueueState, now_ms: int) -> bool:
+    for seg in st.segments.values():
+        if seg.remaining() > sum(1 for lease in seg.leases.values() if lease[1] > now_ms):
+            return True
+    return False

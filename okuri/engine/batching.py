@@ -1,0 +1,116 @@
+"""Group commit: callers hand in items, one flush runs at a time, at most one per linger.
+
+The rate cap is the cost model: a queue on one node writes to the bucket at most once per linger
+window however many clients it serves, and everything that arrived meanwhile rides along.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from okuri.clock import Clock
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Batcher(Generic[T, R]):
+    def __init__(
+        self,
+        clock: Clock,
+        linger_ms: int,
+        flush: Callable[[list[T]], Awaitable[list[R]]],
+        max_items: int,
+        size: Callable[[T], int] = lambda _: 0,
+        max_size: int = 0,
+    ) -> None:
+        self._clock = clock
+        self._linger_s = linger_ms / 1000
+        self._flush = flush
+        self._max_items = max_items
+        self._size = size
+        self._max_size = max_size
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        self._pending_size = 0
+        self._wake = asyncio.Event()
+        self._last_flush_s = -1e18
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def submit(self, item: T) -> asyncio.Future[R]:
+        if self._closed:
+            raise RuntimeError("batcher closed")
+        fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending.append((item, fut))
+        self._pending_size += self._size(item)
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+        return fut
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _full(self) -> bool:
+        return len(self._pending) >= self._max_items or (
+            self._max_size > 0 and self._pending_size >= self._max_size
+        )
+
+    async def _run(self) -> None:
+        while self._pending:
+            due = self._last_flush_s + self._linger_s
+            now = self._clock.monotonic_s()
+            if due - now > 1e-6 and not self._full() and not self._closed:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), due - now)
+                continue
+            batch = self._take()
+            self._last_flush_s = self._clock.monotonic_s()
+            try:
+                results = await self._flush([item for item, _ in batch])
+            except asyncio.CancelledError:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.cancel()
+                raise
+            except Exception as err:  # each caller hears the failure of its own batch
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+                continue
+            for (_, fut), result in zip(batch, results, strict=True):
+                if not fut.done():
+                    fut.set_result(result)
+
+    def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
+        batch: list[tuple[T, asyncio.Future[R]]] = []
+        size = 0
+        while self._pending and len(batch) < self._max_items:
+            item_size = self._size(self._pending[0][0])
+            if batch and self._max_size > 0 and size + item_size > self._max_size:
+                break
+            batch.append(self._pending.pop(0))
+            size += item_size
+        self._pending_size -= size
+        return batch
+
+    async def drain(self) -> None:
+        """Flush everything pending now, ignoring the linger (graceful shutdown)."""
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Abandon pending work (a crash, in the simulator)."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+        for _, fut in self._pending:
+            fut.cancel()
+        self._pending.clear()

@@ -1,0 +1,255 @@
+"""The engine: every queue operation a surface (SQS, native) may ask for, on one node.
+
+A node holds no durable state. It caches manifests and segments, batches what its clients ask
+for, and writes through the store port; any number of nodes may share one bucket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.core import keys
+from okuri.core.message import Message
+from okuri.core.state import QueueAttrs, QueueState, encode_state
+from okuri.core.transitions import AckResult, Counts, VisibilityResult
+from okuri.engine.cache import SegmentCache
+from okuri.engine.queue import QueueRuntime
+from okuri.engine.types import Delivery, SendRequest, SendResult
+from okuri.errors import (
+    Ambiguous,
+    Conflict,
+    InvalidArgument,
+    PreconditionFailed,
+    QueueAlreadyExists,
+    QueueDoesNotExist,
+    ReceiptHandleInvalid,
+    Transient,
+    Unavailable,
+)
+from okuri.store.port import ObjectStore
+
+log = logging.getLogger("okuri.engine")
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+
+
+def validate_queue_name(name: str) -> None:
+    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+        raise InvalidArgument(
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+            "QueueName",
+        )
+
+
+class Engine:
+    def __init__(
+        self,
+        store: ObjectStore,
+        clock: Clock,
+        linger_ms: int = limits.linger_ms_default,
+        node_id: str | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.linger_ms = linger_ms
+        self.node_id = node_id or clock.new_id()[:8]
+        self.cache = SegmentCache(limits.segment_cache_bytes_max)
+        self.stats: Counter[str] = Counter()
+        self._queues: dict[str, QueueRuntime] = {}
+
+    def runtime(self, name: str) -> QueueRuntime:
+        validate_queue_name(name)
+        rt = self._queues.get(name)
+        if rt is None:
+            rt = self._queues[name] = QueueRuntime(self, name)
+        return rt
+
+    # --- queues ------------------------------------------------------------------------------
+
+    async def create_queue(self, name: str, attrs: QueueAttrs | None = None) -> QueueState:
+        """Create a queue; idempotent when it exists with the same attributes."""
+        validate_queue_name(name)
+        attrs = attrs or QueueAttrs()
+        now = self.clock.now_ms()
+        fresh = QueueState(name, self.clock.new_id(), now, attrs, modified_ms=now)
+        data = encode_state(fresh)
+        for attempt in range(limits.put_attempts_max):
+            try:
+                etag = await self.store.put_if_absent(keys.manifest(name), data)
+            except (PreconditionFailed, Conflict, Ambiguous):
+                try:
+                    existing = await self.runtime(name).refresh()
+                except QueueDoesNotExist:
+                    continue  # deleted meanwhile, or our ambiguous write did not land
+                if existing.incarnation == fresh.incarnation:
+                    return existing
+                if existing.attrs != attrs:
+                    raise QueueAlreadyExists(
+                        f"A queue named {name!r} already exists with different attributes"
+                    ) from None
+                return existing
+            except Transient:
+                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
+                continue
+            self.runtime(name)._install(fresh, etag)
+            return fresh
+        raise Unavailable("object store unavailable")
+
+    async def ensure_queue(self, name: str) -> QueueRuntime:
+        """The queue's runtime, creating the queue with defaults if it is missing."""
+        rt = self.runtime(name)
+        try:
+            await rt.current()
+        except QueueDoesNotExist:
+            await self.create_queue(name)
+        return rt
+
+    async def get_queue(self, name: str) -> QueueState:
+        return await self.runtime(name).refresh()
+
+    async def list_queues(self, prefix: str = "", limit: int = 1000) -> list[str]:
+        names: list[str] = []
+        after = ""
+        for _ in range(1000):
+            page = await self._retry_list(keys.MANIFESTS + prefix, after)
+            names.extend(keys.queue_of_manifest(k) for k in page)
+            if len(page) < 1000 or len(names) >= limit:
+                break
+            after = page[-1]
+        return names[:limit]
+
+    async def _retry_list(self, prefix: str, after: str) -> list[str]:
+        for attempt in range(limits.put_attempts_max):
+            try:
+                return await self.store.list(prefix, after, 1000)
+            except Transient:
+                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
+        raise Unavailable("object store unavailable")
+
+    async def delete_queue(self, name: str) -> None:
+        rt = self.runtime(name)
+        await rt.refresh()
+        for attempt in range(limits.put_attempts_max):
+            try:
+                await self.store.delete(keys.manifest(name))
+                break
+            except (Transient, Ambiguous):
+                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
+        else:
+            raise Unavailable("object store unavailable")
+        rt._forget()
+        rt.spawn(rt.sweep())
+
+    async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
+        await self.runtime(name).set_attributes(attrs)
+
+    async def purge(self, name: str) -> None:
+        await self.runtime(name).purge()
+
+    async def counts(self, name: str) -> Counts:
+        return await self.runtime(name).counts()
+
+    async def sweep(self, name: str) -> int:
+        return await self.runtime(name).sweep()
+
+    # --- messages ----------------------------------------------------------------------------
+
+    async def send(
+        self, name: str, requests: Sequence[SendRequest]
+    ) -> list[SendResult | Exception]:
+        """Send messages; each gets its result or its own error, in order."""
+        if not requests:
+            return []
+        return await self.runtime(name).send(requests)
+
+    async def send_one(self, name: str, request: SendRequest) -> SendResult:
+        (result,) = await self.send(name, [request])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    async def receive(
+        self,
+        name: str,
+        max_messages: int = 1,
+        visibility_s: int | None = None,
+        wait_s: int | None = None,
+    ) -> list[Delivery]:
+        if not 1 <= max_messages <= limits.receive_messages_max:
+            raise InvalidArgument(
+                f"MaxNumberOfMessages must be 1 to {limits.receive_messages_max}",
+                "MaxNumberOfMessages",
+            )
+        if visibility_s is not None and not 0 <= visibility_s <= limits.visibility_s_max:
+            raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
+        if wait_s is not None and not 0 <= wait_s <= limits.wait_s_max:
+            raise InvalidArgument("WaitTimeSeconds must be 0 to 20", "WaitTimeSeconds")
+        return await self.runtime(name).receive(max_messages, visibility_s, wait_s)
+
+    async def ack(
+        self, name: str, receipt_handles: Sequence[str]
+    ) -> list[AckResult | ReceiptHandleInvalid]:
+        return await self.runtime(name).ack(receipt_handles)
+
+    async def change_visibility(
+        self, name: str, entries: Sequence[tuple[str, int]]
+    ) -> list[VisibilityResult | ReceiptHandleInvalid]:
+        for _, vis in entries:
+            if not 0 <= vis <= limits.visibility_s_max:
+                raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
+        return await self.runtime(name).change_visibility(entries)
+
+    async def redrive(self, dlq: str, target: str | None = None, max_messages: int = 10_000) -> int:
+        """Move messages from a dead-letter queue back to where they came from."""
+        source = self.runtime(dlq)
+        moved = 0
+        while moved < max_messages:
+            batch = await source.receive(
+                min(limits.receive_messages_max, max_messages - moved), 60, 0
+            )
+            if not batch:
+                break
+            by_target: dict[str, list[Delivery]] = {}
+            for d in batch:
+                dest = target or d.message.dead_letter_source or dlq.removesuffix("-dlq")
+                by_target.setdefault(dest, []).append(d)
+            for dest, deliveries in by_target.items():
+                rt = self.runtime(dest)
+                await rt.send_raw(
+                    [
+                        Message(
+                            id=d.message.id,
+                            body=d.message.body,
+                            sent_ms=self.clock.now_ms(),
+                            visible_at_ms=self.clock.now_ms(),
+                            attributes=d.message.attributes,
+                            system_attributes=d.message.system_attributes,
+                            group_id=d.message.group_id,
+                        )
+                        for d in deliveries
+                    ]
+                )
+            await source.ack([d.receipt_handle for d in batch])
+            moved += len(batch)
+        return moved
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Flush every pending send and commit, release unused leases (graceful shutdown)."""
+        await asyncio.gather(*(rt.close() for rt in self._queues.values()))
+
+    def crash(self) -> None:
+        """Drop everything in flight at once, as a killed process would (simulation only)."""
+        for rt in self._queues.values():
+            rt.crash()
+        self._queues.clear()
+
+
+__all__ = ["Engine", "validate_queue_name"]

@@ -1,0 +1,45 @@
+"""Every bound okuri enforces, in one place, units last in the name."""
+
+from __future__ import annotations
+
+# Messages and batches (SQS-shaped, except the larger message size).
+message_bytes_max = 1024 * 1024
+batch_entries_max = 10
+batch_bytes_max = 1024 * 1024
+receive_messages_max = 10
+wait_s_max = 20
+visibility_s_max = 12 * 60 * 60
+delay_s_max = 15 * 60
+retention_s_min = 60
+retention_s_max = 14 * 24 * 60 * 60
+max_receive_count_max = 1000
+queue_name_chars_max = 80
+
+# Queue defaults (SQS's).
+visibility_s_default = 30
+retention_s_default = 4 * 24 * 60 * 60
+dedup_window_s = 5 * 60
+dedup_entries_max = 100_000
+
+# Engine batching and bounds.
+linger_ms_default = 100
+linger_ms_max = 10_000
+segment_bytes_max = 8 * 1024 * 1024
+segment_messages_max = 4096
+manifest_segments_max = 20_000
+manifest_recent_slots = 64
+manifest_recent_commits = 32
+commit_ops_max = 2_000
+commit_attempts_max = 12
+put_attempts_max = 12
+backoff_ms_base = 10
+backoff_ms_max = 2_000
+probe_segments_max = 256
+count_probe_segments_max = 1_000
+segment_cache_bytes_max = 256 * 1024 * 1024
+
+# Discovery of messages sent through another node while receivers wait.
+poll_ms_min = 50
+poll_ms_max = 1_000
+manifest_refresh_ms = 10_000
+sweep_interval_s = 3_600

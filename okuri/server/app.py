@@ -1,0 +1,269 @@
+"""The running server: the one place that picks concrete adapters and wires them together.
+
+It owns the start-up order and the shutdown order, because both decide whether messages survive:
+- start: the health listener first (so a slow bucket shows as "not ready", not as a dead
+  process), then the store, then the start-up probe that refuses a store which does not enforce
+  conditional writes, then the engine, and only then the main listener;
+- stop (SIGTERM or SIGINT): readiness turns 503, the main listener stops accepting and lets
+  in-flight requests finish, `engine.close()` flushes pending sends, the store closes, and the
+  health listener goes last. Exit 0 when every pending send was flushed, 1 otherwise.
+Failures to start are one line on stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from aiohttp import web
+from botocore.exceptions import BotoCoreError
+
+from okuri import __version__
+from okuri.clock import Clock, SystemClock
+from okuri.engine import Engine
+from okuri.errors import OkuriError, StoreError, StoreMisconfigured
+from okuri.server.health import Health, health_app
+from okuri.server.placeholder import placeholder_app
+from okuri.server.settings import Address, Settings
+from okuri.store.check import verify_conditional_writes
+from okuri.store.counting import CountingStore, RequestCounts
+from okuri.store.local import LocalStore
+from okuri.store.port import ObjectStore
+from okuri.store.s3 import S3Store
+
+log = logging.getLogger("okuri.server")
+
+STARTUP_CHECK_S = 30.0  # a bucket still coming up (compose, MinIO) gets this long to answer
+STARTUP_RETRY_S_MAX = 2.0
+SHUTDOWN_GRACE_S = 10.0  # in-flight requests get this long to finish after a stop signal
+FLUSH_TIMEOUT_S = 30.0  # bound on engine.close(); past it, pending sends are reported lost
+HEALTH_SHUTDOWN_S = 1.0
+
+
+class StartupError(OkuriError):
+    """The server cannot start; the message is the one line an operator sees."""
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _local_store(data_dir: str) -> LocalStore:
+    root = os.path.abspath(data_dir)
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as err:
+        raise StartupError(f"cannot use data directory {root}: {err.strerror}") from err
+    return LocalStore(root)
+
+
+async def open_store(settings: Settings) -> ObjectStore:
+    """The store the settings ask for: S3 when a bucket is set, else the local directory."""
+    if settings.s3_bucket is None:
+        return await asyncio.to_thread(_local_store, settings.data_dir)
+    try:
+        return await S3Store(
+            settings.s3_bucket,
+            settings.s3_prefix,
+            settings.s3_endpoint,
+            settings.s3_region,
+            settings.s3_access_key_id,
+            settings.s3_secret_access_key,
+        ).open()
+    except (ValueError, BotoCoreError) as err:
+        raise StartupError(f"cannot set up the S3 client: {_one_line(err)}") from err
+
+
+async def verify_store(store: ObjectStore, clock: Clock, budget_s: float = STARTUP_CHECK_S) -> None:
+    """Run the conditional-write probe, retrying failures that say nothing about the store.
+
+    The local store is probed too: it cannot ignore conditions, but the probe's real writes are
+    the cheapest way to find an unwritable data directory before the first client does.
+    """
+    deadline_s = clock.monotonic_s() + budget_s
+    delay_s = 0.05
+    while True:
+        remaining_s = deadline_s - clock.monotonic_s()
+        try:
+            await asyncio.wait_for(verify_conditional_writes(store), max(remaining_s, 0.001))
+            return
+        except StoreMisconfigured as err:
+            raise StartupError(f"refusing to start: {_one_line(err)}") from err
+        except (StoreError, TimeoutError) as err:
+            retryable = isinstance(err, TimeoutError) or err.retryable
+            if not retryable or clock.monotonic_s() + delay_s >= deadline_s:
+                raise StartupError(
+                    f"the object store failed its start-up check within {budget_s:g} s: "
+                    + _one_line(err)
+                ) from err
+            log.warning("object store not answering yet (%s); retrying", _one_line(err))
+        await clock.sleep(delay_s)
+        delay_s = min(delay_s * 2, STARTUP_RETRY_S_MAX)
+
+
+def _urls(runner: web.AppRunner) -> list[str]:
+    out = []
+    for sockname in runner.addresses:
+        host, port = sockname[0], sockname[1]
+        out.append(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
+    return out
+
+
+async def _listen(runner: web.AppRunner, address: Address, what: str) -> None:
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, address.host, address.port).start()
+    except OSError as err:
+        raise StartupError(
+            f"cannot listen on {address} ({what}): {err.strerror or _one_line(err)}"
+        ) from err
+
+
+class Server:
+    """One okuri node; `start` then `stop`. `stop` also undoes a start that failed half-way."""
+
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.counts = RequestCounts()
+        self.health = Health(self.counts, self.clock)
+        self.store: ObjectStore | None = None
+        self.engine: Engine | None = None
+        access_log = log if settings.log_level == "debug" else None
+        self._health_runner = web.AppRunner(
+            health_app(self.health), access_log=access_log, shutdown_timeout=HEALTH_SHUTDOWN_S
+        )
+        self._main_runner = web.AppRunner(
+            placeholder_app(self.clock), access_log=access_log, shutdown_timeout=SHUTDOWN_GRACE_S
+        )
+
+    @property
+    def urls(self) -> list[str]:
+        """Where the main listener answers (ports resolved, so ':0' works in tests)."""
+        return _urls(self._main_runner)
+
+    @property
+    def health_urls(self) -> list[str]:
+        return _urls(self._health_runner)
+
+    async def start(self) -> None:
+        settings = self.settings
+        await _listen(self._health_runner, settings.health_listen, "health")
+        self.store = CountingStore(await open_store(settings), self.counts)
+        await verify_store(self.store, self.clock)
+        self.engine = Engine(self.store, self.clock, linger_ms=settings.linger_ms)
+        await _listen(self._main_runner, settings.listen, "SQS")
+        self.health.serving(self.store, self.engine.stats)
+        log.info(
+            "okuri %s listening on %s (SQS placeholder), health on %s; store: %s; linger %d ms",
+            __version__,
+            ", ".join(self.urls),
+            ", ".join(self.health_urls),
+            settings.describe_store(),
+            settings.linger_ms,
+        )
+        if settings.uses_dev_credentials:
+            log.warning(
+                "SQS clients are accepted with the built-in development key %r; set "
+                "OKURI_ACCESS_KEY_ID and OKURI_SECRET_ACCESS_KEY before exposing this server",
+                settings.access_key_id,
+            )
+
+    async def stop(self) -> bool:
+        """Shut down in order; True when every pending send was flushed to the store."""
+        self.health.phase = "stopping"
+        flushed = True
+        await self._main_runner.cleanup()
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            try:
+                await asyncio.wait_for(engine.close(), FLUSH_TIMEOUT_S)
+            except (OkuriError, TimeoutError) as err:
+                log.error("pending sends could not be flushed: %s", _one_line(err))
+                flushed = False
+        store, self.store = self.store, None
+        if store is not None:
+            try:
+                await store.close()
+            except (OkuriError, OSError) as err:
+                log.warning("closing the store: %s", _one_line(err))
+        await self._health_runner.cleanup()
+        return flushed
+
+
+async def serve(settings: Settings, stop: asyncio.Event, clock: Clock | None = None) -> int:
+    """Run a server until `stop` is set; a stop during start-up abandons the start cleanly."""
+    server = Server(settings, clock)
+    starting = asyncio.ensure_future(server.start())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            log.info("stop requested during start-up")
+            starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting  # re-raises StartupError
+        await stopping
+        log.info("stopping: draining requests and flushing pending sends")
+    finally:
+        stopping.cancel()
+        flushed = await server.stop()
+    log.info("stopped" if flushed else "stopped with unflushed sends")
+    return 0 if flushed else 1
+
+
+async def _serve_until_signalled(settings: Settings) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGTERM, signal.SIGINT)
+
+    def on_signal(signum: int) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        stop.set()
+        for sig in signals:  # a second signal gets Python's default: an immediate exit
+            loop.remove_signal_handler(sig)
+
+    log.debug("event loop: %s.%s", type(loop).__module__, type(loop).__name__)
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        return await serve(settings, stop)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def _run(main: Coroutine[Any, Any, int]) -> int:
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(main)
+
+
+def run(settings: Settings) -> int:
+    """Serve until signalled; the process exit code."""
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return _run(_serve_until_signalled(settings))
+    except StartupError as err:
+        print(f"okuri: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("okuri: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,119 @@
+"""The health listener: liveness, readiness through the store, and Prometheus metrics.
+
+It lives on its own port so probes and scrapes never queue behind SQS traffic, and so the
+SQS port can be exposed without exposing these. Liveness answers while the process runs;
+readiness makes a real, cheap request to the bucket (one LIST of at most one manifest), because
+a node that cannot reach its bucket can serve nothing. Readiness answers are reused for a
+second, so a probe storm cannot turn into a storm of billed requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Literal
+
+from aiohttp import web
+
+from okuri import __version__
+from okuri.clock import Clock
+from okuri.core import keys
+from okuri.errors import StoreError
+from okuri.store.counting import RequestCounts
+from okuri.store.port import ObjectStore
+
+READY_TIMEOUT_S = 2.0  # a slow bucket reads as "not ready" rather than as a hung probe
+READY_CACHE_S = 1.0
+
+Phase = Literal["starting", "serving", "stopping"]
+
+
+class Health:
+    """What the server currently is, as the health listener reports it."""
+
+    def __init__(self, counts: RequestCounts, clock: Clock) -> None:
+        self.counts = counts
+        self.clock = clock
+        self.phase: Phase = "starting"
+        self.store: ObjectStore | None = None
+        self.engine_stats: Mapping[str, int] = {}
+        self._last: tuple[float, bool, str] | None = None
+
+    def serving(self, store: ObjectStore, engine_stats: Mapping[str, int]) -> None:
+        self.store = store
+        self.engine_stats = engine_stats
+        self.phase = "serving"
+
+    async def readiness(self) -> tuple[bool, str]:
+        """(ready, reason); a reason is one line for whoever reads the probe's output."""
+        if self.phase == "starting" or self.store is None:
+            return False, "starting: checking the object store"
+        if self.phase == "stopping":
+            return False, "shutting down"
+        now_s = self.clock.monotonic_s()
+        if self._last is not None and now_s - self._last[0] < READY_CACHE_S:
+            return self._last[1], self._last[2]
+        try:
+            await asyncio.wait_for(self.store.list(keys.MANIFESTS, "", 1), READY_TIMEOUT_S)
+            ready, reason = True, "ready"
+        except TimeoutError:
+            ready, reason = False, f"object store did not answer within {READY_TIMEOUT_S:g} s"
+        except StoreError as err:
+            ready, reason = False, "object store: " + " ".join(str(err).split())
+        self._last = (now_s, ready, reason)
+        return ready, reason
+
+    def metrics(self) -> str:
+        return render_metrics(self.counts.snapshot(), dict(self.engine_stats))
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render_metrics(store_requests: Mapping[str, int], engine_events: Mapping[str, int]) -> str:
+    """Prometheus text exposition format 0.0.4."""
+    lines = [
+        "# HELP okuri_up 1 while the server process runs.",
+        "# TYPE okuri_up gauge",
+        "okuri_up 1",
+        "# HELP okuri_build_info The running okuri version.",
+        "# TYPE okuri_build_info gauge",
+        f'okuri_build_info{{version="{_label(__version__)}"}} 1',
+        "# HELP okuri_store_requests_total Object-store requests by price class, failed ones too.",
+        "# TYPE okuri_store_requests_total counter",
+    ]
+    lines += [
+        f'okuri_store_requests_total{{class="{_label(cls)}"}} {n}'
+        for cls, n in sorted(store_requests.items())
+    ]
+    lines += [
+        "# HELP okuri_engine_events_total Notable engine events since start.",
+        "# TYPE okuri_engine_events_total counter",
+    ]
+    lines += [
+        f'okuri_engine_events_total{{event="{_label(event)}"}} {n}'
+        for event, n in sorted(engine_events.items())
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def health_app(health: Health) -> web.Application:
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(request: web.Request) -> web.Response:
+        ready, reason = await health.readiness()
+        return web.Response(status=200 if ready else 503, text=reason + "\n")
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(
+            body=health.metrics().encode(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app

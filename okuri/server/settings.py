@@ -1,0 +1,304 @@
+"""Server settings: environment variables, overridden by command-line flags, all checked up front.
+
+The composition root reads configuration here and nowhere else, so a typo fails at start-up with
+one line naming the variable or flag (exit code 2), not as a traceback from inside a listener or
+the store. Each option is one row of `OPTIONS`: its variable is OKURI_<NAME> and its flag
+--<name>, so the two spellings cannot drift apart. An empty variable counts as unset, because
+compose files and shells produce `OKURI_X=` far more often than anyone means "empty".
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from okuri import limits
+
+# Local development only: the SQS surface accepts this pair unless told otherwise, so that
+# `okuri serve` plus an SDK pointed at it works out of the box. Never use it on a shared network.
+DEV_ACCESS_KEY_ID = "okuri"
+DEV_SECRET_ACCESS_KEY = "okuri-local-secret"
+
+# A linger longer than this holds every send for seconds: surely a unit mistake (s for ms).
+LINGER_MS_MAX = 10_000
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_PORT = re.compile(r"[0-9]{1,5}")
+_REGION = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ACCOUNT_ID = re.compile(r"[0-9]{12}")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message is one line naming where the value came from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    name: str
+    default: str | None
+    help: str
+    metavar: str = "VALUE"
+
+    @property
+    def env(self) -> str:
+        return "OKURI_" + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("listen", "0.0.0.0:8080", "SQS listener, HOST:PORT (':8080' is every interface)",
+           "HOST:PORT"),
+    Option("health_listen", "0.0.0.0:9090", "health and metrics listener, HOST:PORT",
+           "HOST:PORT"),
+    Option("data_dir", "./okuri-data", "local store directory (used when no S3 bucket is set)",
+           "DIR"),
+    Option("linger_ms", str(limits.linger_ms_default),
+           f"how long sends wait to share one object write (0 to {LINGER_MS_MAX})", "MS"),
+    Option("s3_endpoint", None, "S3 endpoint URL (MinIO, Ceph, ...); unset means AWS", "URL"),
+    Option("s3_bucket", None, "S3 bucket; when set, the S3 store is used instead of --data-dir",
+           "BUCKET"),
+    Option("s3_region", "us-east-1", "S3 region", "REGION"),
+    Option("s3_access_key_id", None, "S3 access key id; unset means the AWS default chain", "KEY"),
+    Option("s3_secret_access_key", None,
+           "S3 secret key (prefer the environment variable: flags show up in ps)", "SECRET"),
+    Option("s3_prefix", "", "key prefix inside the bucket", "PREFIX"),
+    Option("access_key_id", DEV_ACCESS_KEY_ID,
+           "access key id SQS clients sign with (the default is for local development only)",
+           "KEY"),
+    Option("secret_access_key", DEV_SECRET_ACCESS_KEY,
+           "secret SQS clients sign with (the default is for local development only)", "SECRET"),
+    Option("public_url", None, "URL clients reach this server at, for queue URLs", "URL"),
+    Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
+    Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
+           "ID"),
+    Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
+)  # fmt: skip
+
+_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a listener binds; `host` None means every interface (IPv4 and IPv6)."""
+
+    host: str | None
+    port: int
+
+    def __str__(self) -> str:
+        if self.host is None:
+            return f":{self.port}"
+        if ":" in self.host:
+            return f"[{self.host}]:{self.port}"
+        return f"{self.host}:{self.port}"
+
+
+def parse_address(text: str) -> Address:
+    """HOST:PORT, [IPv6]:PORT, or :PORT; raises ValueError saying what is wrong."""
+    text = text.strip()
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0 or text[close + 1 : close + 2] != ":":
+            raise ValueError("expected [IPV6]:PORT, e.g. [::1]:8080")
+        host, port_text = text[1:close], text[close + 2 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"{host!r} in brackets is not an IPv6 address") from None
+    else:
+        host, colon, port_text = text.rpartition(":")
+        if not colon:
+            raise ValueError("expected HOST:PORT, e.g. 127.0.0.1:8080 or :8080")
+        if any(c.isspace() or c in "/@?#[]" for c in host):
+            raise ValueError(f"{host!r} is not a host name or address")
+        if ":" in host:
+            raise ValueError("write an IPv6 host in brackets, e.g. [::1]:8080")
+    if not _PORT.fullmatch(port_text) or int(port_text) > 65535:
+        raise ValueError(f"port {port_text!r} is not a number from 0 to 65535")
+    return Address(host if host not in ("", "*") else None, int(port_text))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the server is configured with; build it with `Settings.load`, the one place
+    defaults live. Secrets are left out of repr so a logged Settings cannot leak them."""
+
+    listen: Address
+    health_listen: Address
+    data_dir: str
+    linger_ms: int
+    s3_endpoint: str | None
+    s3_bucket: str | None
+    s3_region: str
+    s3_access_key_id: str | None
+    s3_secret_access_key: str | None = field(repr=False)
+    s3_prefix: str
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+    public_url: str | None
+    region: str
+    account_id: str
+    log_level: str
+
+    @property
+    def uses_s3(self) -> bool:
+        return self.s3_bucket is not None
+
+    @property
+    def uses_dev_credentials(self) -> bool:
+        return self.secret_access_key == DEV_SECRET_ACCESS_KEY
+
+    def describe_store(self) -> str:
+        """The store in use, for the start-up log line; never includes a secret."""
+        if self.s3_bucket is None:
+            return f"local directory {os.path.abspath(self.data_dir)}"
+        prefix = self.s3_prefix.strip("/")
+        where = self.s3_endpoint or "AWS"
+        return f"s3://{self.s3_bucket}/{prefix} at {where} (region {self.s3_region})"
+
+    @classmethod
+    def load(
+        cls, environ: Mapping[str, str], flags: Mapping[str, object] | None = None
+    ) -> Settings:
+        """Settings from `environ`, overridden by `flags` (argparse's vars(); None: not given)."""
+        raw = _Raw(environ, flags or {})
+        s3_names = ("s3_endpoint", "s3_access_key_id", "s3_secret_access_key", "s3_prefix")
+        bucket = raw.optional("s3_bucket")
+        if bucket is None:
+            given = [_BY_NAME[n] for n in s3_names if raw.optional(n)]
+            if given:
+                raise SettingsError(
+                    f"{raw.source(given[0].name)} is set but OKURI_S3_BUCKET is not: set the "
+                    "bucket to use S3, or unset the S3 settings to use the local directory store"
+                )
+        key_id, secret = raw.optional("s3_access_key_id"), raw.optional("s3_secret_access_key")
+        if (key_id is None) != (secret is None):
+            raise SettingsError(
+                "set both OKURI_S3_ACCESS_KEY_ID and OKURI_S3_SECRET_ACCESS_KEY, or neither "
+                "(to use the AWS default credential chain)"
+            )
+        listen, health = raw.address("listen"), raw.address("health_listen")
+        if listen == health and listen.port != 0:
+            raise SettingsError(f"OKURI_LISTEN and OKURI_HEALTH_LISTEN are both {listen}")
+        return cls(
+            listen=listen,
+            health_listen=health,
+            data_dir=os.path.expanduser(raw.required("data_dir")),
+            linger_ms=raw.integer("linger_ms", 0, LINGER_MS_MAX, "milliseconds"),
+            s3_endpoint=raw.url("s3_endpoint"),
+            s3_bucket=bucket,
+            s3_region=raw.matching("s3_region", _REGION, "a region name such as us-east-1"),
+            s3_access_key_id=key_id,
+            s3_secret_access_key=secret,
+            s3_prefix=raw.optional("s3_prefix") or "",
+            access_key_id=raw.required("access_key_id"),
+            secret_access_key=raw.required("secret_access_key"),
+            public_url=raw.url("public_url"),
+            region=raw.matching("region", _REGION, "a region name such as us-east-1"),
+            account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
+            log_level=raw.choice("log_level", LOG_LEVELS),
+        )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per option, defaulting to None so `Settings.load` can tell "not given" apart."""
+    for option in OPTIONS:
+        default = "" if option.default is None else f" (default {option.default!r})"
+        if option.name in ("secret_access_key", "s3_secret_access_key"):
+            default = ""  # the dev secret is documented, but help text need not repeat it
+        parser.add_argument(
+            option.flag,
+            dest=option.name,
+            default=None,
+            metavar=option.metavar,
+            help=f"{option.help}; env {option.env}{default}",
+        )
+
+
+class _Raw:
+    """The winning text of each option and where it came from, for error messages."""
+
+    def __init__(self, environ: Mapping[str, str], flags: Mapping[str, object]) -> None:
+        self._environ = environ
+        self._flags = flags
+
+    def _lookup(self, name: str) -> tuple[str | None, str]:
+        option = _BY_NAME[name]
+        flag = self._flags.get(name)
+        if isinstance(flag, str):
+            return flag, option.flag
+        env = self._environ.get(option.env)
+        if env is not None and env.strip():
+            return env, option.env
+        return option.default, "default"
+
+    def source(self, name: str) -> str:
+        return self._lookup(name)[1]
+
+    def _fail(self, name: str, why: str) -> SettingsError:
+        value, source = self._lookup(name)
+        if source == "default":
+            source = _BY_NAME[name].env
+        value_text = "" if value is None else value
+        if name in ("secret_access_key", "s3_secret_access_key"):
+            value_text = "***"
+        return SettingsError(f"{source}={value_text!r}: {why}")
+
+    def optional(self, name: str) -> str | None:
+        value = self._lookup(name)[0]
+        return value.strip() if value is not None and value.strip() else None
+
+    def required(self, name: str) -> str:
+        value = self.optional(name)
+        if value is None:
+            raise self._fail(name, "must not be empty")
+        return value
+
+    def address(self, name: str) -> Address:
+        try:
+            return parse_address(self.required(name))
+        except ValueError as err:
+            raise self._fail(name, str(err)) from None
+
+    def integer(self, name: str, low: int, high: int, unit: str) -> int:
+        text = self.required(name)
+        if not _INTEGER.fullmatch(text):
+            raise self._fail(name, f"expected a whole number of {unit}")
+        value = int(text)
+        if not low <= value <= high:
+            raise self._fail(name, f"must be from {low} to {high} {unit}")
+        return value
+
+    def url(self, name: str) -> str | None:
+        text = self.optional(name)
+        if text is None:
+            return None
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018  # raises ValueError for a bad port
+        except ValueError:
+            raise self._fail(name, "expected an http:// or https:// URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise self._fail(name, "expected an http:// or https:// URL")
+        return text.rstrip("/")
+
+    def matching(self, name: str, pattern: re.Pattern[str], expected: str) -> str:
+        text = self.required(name)
+        if not pattern.fullmatch(text):
+            raise self._fail(name, f"expected {expected}")
+        return text
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str:
+        text = self.required(name).lower()
+        if text not in choices:
+            raise self._fail(name, "expected one of " + ", ".join(choices))
+        return text

@@ -1,0 +1,1 @@
+"""Deterministic simulation: virtual time, seeded faults, crashing nodes, invariant checkers."""

@@ -1,0 +1,135 @@
+"""The invariants every simulated run must keep, each checked on its own from the history.
+
+- no_loss: an acknowledged send is delivered, purged, expired or dead-lettered, nothing else;
+- no_delivery_after_ack: once a delete was acknowledged, the message is never received again;
+- stale_receipt_never_acks: an ack that took effect carried the newest epoch ever delivered,
+  and a message is acked at most once;
+- epochs_unique: two deliveries of one message never share a lease epoch;
+- no_invented_messages: every delivered body was really sent by some client;
+- final state: counts are zero after the drain and no orphaned object is left in the bucket.
+
+A dead-letter move copies first and finishes the source message second, so an interrupted move
+may put two copies (same message id, as on SQS) into the dead-letter queue. The checks about one
+message's leases (epochs, single ack, no delivery after ack) therefore apply to source queues.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from okuri.sim.history import Delivered, History
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    invariant: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.invariant}: {self.detail}"
+
+
+def check_history(h: History, queue: str, retention_s: float, skew_s: float) -> list[Violation]:
+    out: list[Violation] = []
+    out += no_invented_messages(h)
+    out += epochs_unique(h)
+    out += stale_receipt_never_acks(h)
+    out += no_delivery_after_ack(h)
+    out += no_loss(h, queue, retention_s, skew_s)
+    return out
+
+
+def _is_dlq(queue: str) -> bool:
+    return queue.endswith("-dlq")
+
+
+def _by_message(h: History) -> dict[tuple[str, str], list[Delivered]]:
+    out: dict[tuple[str, str], list[Delivered]] = defaultdict(list)
+    for d in h.delivered:
+        if not _is_dlq(d.queue):
+            out[(d.queue, d.message_id)].append(d)
+    return out
+
+
+def no_invented_messages(h: History) -> list[Violation]:
+    return [
+        Violation("no_invented_messages", f"{d.queue}/{d.message_id} body {d.body[:40]!r}")
+        for d in h.delivered
+        if d.body not in h.attempted_bodies
+    ][:5]
+
+
+def epochs_unique(h: History) -> list[Violation]:
+    out = []
+    for key, ds in _by_message(h).items():
+        epochs = [d.epoch for d in ds]
+        if len(set(epochs)) != len(epochs):
+            out.append(Violation("epochs_unique", f"{key} delivered with epochs {sorted(epochs)}"))
+    return out[:5]
+
+
+def stale_receipt_never_acks(h: History) -> list[Violation]:
+    out = []
+    deliveries = _by_message(h)
+    effective: dict[tuple[str, str], int] = defaultdict(int)
+    for a in h.acked:
+        if a.result != "acked" or _is_dlq(a.queue):
+            continue
+        key = (a.queue, a.message_id)
+        effective[key] += 1
+        newest = max((d.epoch for d in deliveries.get(key, [])), default=0)
+        if a.epoch != newest:
+            out.append(
+                Violation(
+                    "stale_receipt_never_acks",
+                    f"{key} acked with epoch {a.epoch} but epoch {newest} was delivered",
+                )
+            )
+    out += [
+        Violation("acked_at_most_once", f"{key} acked {n} times")
+        for key, n in effective.items()
+        if n > 1
+    ]
+    return out[:5]
+
+
+def no_delivery_after_ack(h: History) -> list[Violation]:
+    out = []
+    acked_at: dict[tuple[str, str], float] = {}
+    for a in h.acked:
+        if a.result == "acked" and not _is_dlq(a.queue):
+            key = (a.queue, a.message_id)
+            acked_at[key] = min(acked_at.get(key, a.end), a.end)
+    for d in h.delivered:
+        t = acked_at.get((d.queue, d.message_id))
+        if t is not None and d.start > t:
+            out.append(
+                Violation(
+                    "no_delivery_after_ack",
+                    f"{d.queue}/{d.message_id} acked at {t:.3f}s, delivered again by a receive "
+                    f"started at {d.start:.3f}s (epoch {d.epoch})",
+                )
+            )
+    return out[:5]
+
+
+def no_loss(h: History, queue: str, retention_s: float, skew_s: float) -> list[Violation]:
+    delivered = {(d.queue, d.message_id) for d in h.delivered}
+    dlq = f"{queue}-dlq"
+    end = max([d.end for d in h.delivered], default=0.0)
+    out = []
+    for s in h.sent:
+        if (s.queue, s.message_id) in delivered or (dlq, s.message_id) in delivered:
+            continue
+        if any(p.queue == s.queue and p.end > s.start for p in h.purged):
+            continue  # a purge that ended after this send began may have taken it
+        if s.start + retention_s - skew_s <= end:
+            continue  # old enough that some node's clock may have expired it
+        out.append(
+            Violation(
+                "no_loss",
+                f"{s.queue}/{s.message_id} (sent {s.start:.3f}-{s.end:.3f}s) was never delivered",
+            )
+        )
+    return out[:5]

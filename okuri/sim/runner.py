@@ -1,0 +1,63 @@
+"""`okuri dst`: run simulation seeds, print what failed and how to replay it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from okuri.sim.loop import run_virtual
+from okuri.sim.world import RunResult, SimConfig, simulate
+
+
+def run_seed(seed: int) -> RunResult:
+    return run_virtual(simulate(SimConfig.from_seed(seed)))
+
+
+def describe(result: RunResult) -> str:
+    c = result.config
+    h = result.history
+    lines = [
+        f"seed {c.seed}: nodes={c.nodes} linger={c.linger_ms}ms latency={c.latency_ms}ms "
+        f"faults(transient={c.p_transient} conflict={c.p_conflict} ambiguous={c.p_ambiguous}) "
+        f"skew<={c.skew_ms_max}ms crash_every={c.crash_every_s}s producers={c.producers} "
+        f"consumers={c.consumers} visibility={c.visibility_s}s mrc={c.max_receive_count} "
+        f"retention={c.retention_s}s purges={c.purges}",
+        f"  sent={len(h.sent)} delivered={len(h.delivered)} acks={len(h.acked)} "
+        f"crashes={h.crashes} requests={result.requests}",
+    ]
+    for v in result.violations:
+        lines.append(f"  VIOLATION {v}")
+    if result.violations:
+        lines.append(f"  replay: okuri dst {c.seed}")
+    return "\n".join(lines)
+
+
+def cli_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="okuri dst", description="deterministic simulation")
+    parser.add_argument("seed", nargs="?", type=int, help="replay exactly this seed")
+    parser.add_argument("--seeds", type=int, default=0, help="run this many seeds")
+    parser.add_argument("--start", type=int, default=0, help="first seed of --seeds")
+    args = parser.parse_args(argv)
+    if args.seed is not None:
+        result = run_seed(args.seed)
+        print(describe(result))
+        print("ok" if result.ok else "FAILED")
+        return 0 if result.ok else 1
+    count = args.seeds or 100
+    failed = []
+    t0 = time.monotonic()
+    for seed in range(args.start, args.start + count):
+        result = run_seed(seed)
+        if not result.ok:
+            failed.append(seed)
+            print(describe(result), flush=True)
+    elapsed = time.monotonic() - t0
+    print(f"dst: {count} seeds from {args.start}, {len(failed)} failing, {elapsed:.1f}s")
+    if failed:
+        print("failing seeds: " + " ".join(map(str, failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli_main(sys.argv[1:]))

@@ -1,0 +1,327 @@
+"""Local-directory store: the embedded default, one directory shared by many okuri processes.
+
+It owns the mapping of keys to files and the two properties the engine relies on from a bucket:
+compare-and-swap is atomic across processes, and a write is wholly there or not at all.
+
+Layout under `root`:
+- a key's segments are path components, escaped so that no entry okuri creates starts with '.'
+  ('%' becomes '%25', a leading '.' becomes '%2E'; '.' and '..' segments are therefore harmless);
+  directories carry a trailing '%' (which escaped text never ends with), so key 'a' and key 'a/b'
+  coexist as they do on S3;
+- `root/.locks/<sha256 of key>`: empty files, flock()ed around every write of that key. Each
+  acquisition opens its own file description, so threads of one process exclude each other too;
+- `.tmp*` files next to their targets: a write goes temp, fsync, os.replace, fsync(directory).
+  Entries starting with '.' are never keys, so a crash's leftovers stay invisible.
+Reads take no lock: os.replace swaps inodes atomically and an open file keeps the inode it opened.
+Objects are written mode 0600: the directory is shared by okuri processes of one user, no wider.
+Keys with empty segments (a leading, trailing or doubled '/') have no file name and are refused
+with ValueError, as are keys over S3's 1024-byte limit.
+POSIX and local filesystems only: flock over NFS is not trustworthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import TypeVar
+
+from okuri.errors import (
+    Ambiguous,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    StoreMisconfigured,
+    Transient,
+)
+from okuri.store.memory import md5_etag
+from okuri.store.port import Blob
+
+T = TypeVar("T")
+
+LOCK_DIR = ".locks"
+TMP_PREFIX = ".tmp"
+DIR_SUFFIX = "%"
+KEY_BYTES_MAX = 1024  # S3's limit, so a key valid here is valid on every adapter
+NAME_BYTES_MAX = 240  # below NAME_MAX (255) with room for the directory suffix
+
+# Each retry below needs a concurrent delete of the same key or directory; bounded all the same.
+LOCK_ATTEMPTS_MAX = 100
+MKDIR_ATTEMPTS_MAX = 16
+
+_NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
+_ABSENT = object()
+
+
+def encode_segment(segment: str) -> str:
+    name = segment.replace("%", "%25")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    return name
+
+
+def decode_segment(name: str) -> str:
+    if name.startswith("%2E"):
+        name = "." + name[3:]
+    return name.replace("%25", "%")
+
+
+def _segments(key: str) -> list[str]:
+    if len(key.encode("utf-8")) > KEY_BYTES_MAX:
+        raise ValueError(f"key longer than {KEY_BYTES_MAX} bytes: {key[:60]!r}...")
+    parts = key.split("/")
+    for part in parts:
+        if not part or "\0" in part:
+            raise ValueError(f"key has an empty segment or a NUL: {key!r}")
+        if len(encode_segment(part).encode("utf-8")) > NAME_BYTES_MAX:
+            raise ValueError(f"key segment longer than {NAME_BYTES_MAX} bytes: {part[:60]!r}...")
+    return parts
+
+
+def _translate(err: OSError, key: str) -> StoreError:
+    """An OSError before a write took effect: retryable unless the directory refuses us."""
+    if err.errno in _NOT_ALLOWED:
+        return StoreMisconfigured(f"local store cannot write or read {key!r}: {err}")
+    return Transient(f"local store I/O error on {key!r}: {err}")
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
+class LocalStore:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self._lock_dir = os.path.join(self.root, LOCK_DIR)
+
+    # --- mapping -----------------------------------------------------------------------------
+
+    def _path(self, key: str) -> str:
+        parts = _segments(key)
+        dirs = [encode_segment(p) + DIR_SUFFIX for p in parts[:-1]]
+        return os.path.join(self.root, *dirs, encode_segment(parts[-1]))
+
+    # --- blocking helpers (run in a worker thread) --------------------------------------------
+
+    @contextmanager
+    def _locked(self, key: str) -> Iterator[str]:
+        """Hold the key's lock; yields the lock file's path so `delete` can remove it while held.
+
+        A lock file unlinked by a deleter while we waited on it is stale: re-open and lock again.
+        """
+        path = os.path.join(self._lock_dir, hashlib.sha256(key.encode("utf-8")).hexdigest())
+        for _ in range(LOCK_ATTEMPTS_MAX):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:
+                self._make_dirs(self._lock_dir)
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held = os.fstat(fd)
+                try:
+                    now = os.stat(path)
+                    current = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+                except FileNotFoundError:
+                    current = False
+                if current:
+                    break
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        else:
+            raise OSError(errno.EAGAIN, f"lock file for {key!r} kept vanishing")
+        try:
+            yield path
+        finally:
+            os.close(fd)  # releases the flock
+
+    def _make_dirs(self, path: str) -> None:
+        """mkdir -p, fsyncing each parent that gained an entry so the new path survives a crash."""
+        missing: list[str] = []
+        while not os.path.isdir(path):
+            missing.append(path)
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+        for d in reversed(missing):
+            with suppress(FileExistsError):
+                os.mkdir(d)
+            _fsync_dir(os.path.dirname(d))
+
+    def _replace(self, path: str, data: bytes) -> None:
+        """Make `path` hold exactly `data`; raises Ambiguous if an error follows the rename."""
+        directory = os.path.dirname(path)
+        for _ in range(MKDIR_ATTEMPTS_MAX):
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
+                break
+            except FileNotFoundError:  # never made, or pruned by a concurrent delete
+                with suppress(FileNotFoundError):  # pruned again mid-way: the next turn retries
+                    self._make_dirs(directory)
+        else:
+            raise OSError(errno.EAGAIN, f"directory {directory!r} kept vanishing")
+        try:
+            with open(fd, "wb", closefd=True) as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise
+        try:
+            _fsync_dir(directory)
+        except OSError as err:
+            raise Ambiguous(f"wrote {path!r} but could not make it durable: {err}") from err
+
+    def _prune(self, directory: str) -> None:
+        """Remove directories a delete left empty, up to the root; racing writers re-create them."""
+        while directory != self.root and directory.startswith(self.root + os.sep):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
+            directory = os.path.dirname(directory)
+
+    def _put(self, key: str, data: bytes, expected: object) -> str:
+        path = self._path(key)
+        with self._locked(key):
+            if expected is _ABSENT:
+                if _exists(path):  # no need to read (up to megabytes) just to refuse
+                    raise PreconditionFailed(key)
+            else:
+                current = _read(path)
+                if current is None:
+                    raise NotFound(key)
+                if md5_etag(current) != expected:
+                    raise PreconditionFailed(key)
+            self._replace(path, data)
+        return md5_etag(data)
+
+    def _get(self, key: str) -> Blob:
+        data = _read(self._path(key))
+        if data is None:
+            raise NotFound(key)
+        return Blob(data, md5_etag(data))
+
+    def _delete(self, key: str) -> None:
+        path = self._path(key)
+        with self._locked(key) as lock_path:
+            try:
+                os.unlink(path)
+                removed = True
+            except (FileNotFoundError, NotADirectoryError):
+                removed = False
+            if removed:
+                _fsync_dir(os.path.dirname(path))
+                self._prune(os.path.dirname(path))
+            os.unlink(lock_path)
+
+    def _list(self, prefix: str, start_after: str, limit: int) -> list[str]:
+        out: list[str] = []
+        if limit <= 0:
+            return out
+        *whole, partial = prefix.split("/")
+        if any(not s or "\0" in s for s in whole):
+            return out  # no valid key has an empty segment
+        directory = os.path.join(self.root, *(encode_segment(s) + DIR_SUFFIX for s in whole))
+        base = "".join(s + "/" for s in whole)
+        self._walk(directory, base, partial, start_after, limit, out)
+        return out
+
+    def _walk(
+        self, directory: str, base: str, partial: str, start_after: str, limit: int, out: list[str]
+    ) -> None:
+        """Append keys under `directory` in sorted order, stopping at `limit`.
+
+        A directory sorts as its key prefix plus '/': every key inside it shares that prefix and
+        no sibling segment contains '/', so merging files and directories this way is exact.
+        """
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        items: list[tuple[str, bool, str]] = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            is_dir = name.endswith(DIR_SUFFIX)
+            if is_dir:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                segment = decode_segment(name[: -len(DIR_SUFFIX)])
+            else:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                segment = decode_segment(name)
+            if segment.startswith(partial):
+                items.append((base + segment + ("/" if is_dir else ""), is_dir, entry.path))
+        items.sort()
+        for sort_key, is_dir, path in items:
+            if len(out) >= limit:
+                return
+            if is_dir:
+                if sort_key < start_after and not start_after.startswith(sort_key):
+                    continue  # every key inside sorts before start_after
+                self._walk(path, sort_key, "", start_after, limit, out)
+            elif sort_key > start_after:
+                out.append(sort_key)
+
+    # --- the port ----------------------------------------------------------------------------
+
+    async def _run(self, key: str, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as err:
+            raise _translate(err, key) from err
+
+    async def get(self, key: str) -> Blob:
+        return await self._run(key, lambda: self._get(key))
+
+    async def put_if_absent(self, key: str, data: bytes) -> str:
+        data = bytes(data)
+        return await self._run(key, lambda: self._put(key, data, _ABSENT))
+
+    async def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        data = bytes(data)
+        return await self._run(key, lambda: self._put(key, data, etag))
+
+    async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
+        return await self._run(prefix, lambda: self._list(prefix, start_after, limit))
+
+    async def delete(self, key: str) -> None:
+        await self._run(key, lambda: self._delete(key))
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,89 @@
+"""The `okuri` command line: version, usage errors, and verbatim hand-off to `dst` and `bench`."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from okuri.server.cli import main
+
+
+def fake_module(monkeypatch: pytest.MonkeyPatch, name: str, code: int | None) -> list[list[str]]:
+    calls: list[list[str]] = []
+
+    def cli_main(argv: list[str]) -> int | None:
+        calls.append(argv)
+        return code
+
+    module = types.ModuleType(name)
+    module.cli_main = cli_main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+    return calls
+
+
+def test_version_prints_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == "okuri 0.0.1"
+
+
+@pytest.mark.parametrize("argv", [[], ["frob"], ["bench"], ["bench", "speed"], ["serve", "x"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "usage: okuri" in capsys.readouterr().err
+
+
+def test_dst_hands_its_arguments_over_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_module(monkeypatch, "okuri.sim.runner", 3)
+    assert main(["dst", "--seeds", "5", "--start", "7"]) == 3
+    assert main(["dst", "42"]) == 3
+    assert main(["dst", "--help"]) == 3
+    assert calls == [["--seeds", "5", "--start", "7"], ["42"], ["--help"]]
+
+
+def test_bench_cost_hands_its_arguments_over_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = fake_module(monkeypatch, "okuri.bench.cost", None)
+    assert main(["bench", "cost", "--json"]) == 0
+    assert calls == [["--json"]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "module"),
+    [
+        (["dst", "1"], "okuri dst", "okuri.sim.runner"),
+        (["bench", "cost"], "okuri bench cost", "okuri.bench.cost"),
+    ],
+)
+def test_a_missing_delegate_is_a_clear_error(
+    argv: list[str],
+    command: str,
+    module: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        f"okuri: error: `{command}` needs {module}, which this build lacks\n"
+    )
+
+
+def test_a_delegate_without_cli_main_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "okuri.bench.cost", types.ModuleType("okuri.bench.cost"))
+    assert main(["bench", "cost"]) == 1
+    assert "cannot load okuri.bench.cost" in capsys.readouterr().err
+
+
+def test_serve_with_a_bad_setting_exits_2_before_starting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OKURI_LINGER_MS", "abc")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == (
+        "okuri: error: OKURI_LINGER_MS='abc': expected a whole number of milliseconds\n"
+    )
+    assert main(["serve", "--linger-ms", "5", "--listen", "8080"]) == 2
+    assert "--listen='8080'" in capsys.readouterr().err
