@@ -20,6 +20,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check okuri tests
 	$(BIN)/lint-imports
+	$(BIN)/mypy okuri
 
 test: lint
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider

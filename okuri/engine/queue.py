@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -69,8 +70,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("okuri.engine")
 T = TypeVar("T")
 
-# How long a lease taken ahead for this node's next receive may wait unused before it is released.
+# Leases taken ahead for this node's next receives wait at most this long unused (or two commit
+# windows, if longer) before they are released.
 LEASE_AHEAD_HOLD_MS = 500
+LEASE_AHEAD_MESSAGES_MAX = 100
 
 
 @dataclass(slots=True)
@@ -96,12 +99,15 @@ class QueueRuntime:
         self._signal = asyncio.Event()
         self._last_probe_s = -1e18
         self._last_refresh_s = -1e18
+        self._installed_s = -1e18
         self._last_sweep_s = self.clock.monotonic_s()
         self._commit_counter = 0
         self._discovery: asyncio.Task[None] | None = None
         self._tasks: dict[asyncio.Task[Any], None] = {}  # ordered: replays must match
         self._dedup: dict[str, tuple[asyncio.Future[SendResult], int]] = {}
+        self._receive_calls: deque[float] = deque(maxlen=64)
         linger = engine.linger_ms
+        self.hold_s = max(LEASE_AHEAD_HOLD_MS, 2 * linger + 200) / 1000
         self.committer: Batcher[list[Op], list[Result]] = Batcher(
             self.clock, linger, self._flush_commit, max_items=limits.commit_ops_max
         )
@@ -185,6 +191,7 @@ class QueueRuntime:
         if old is not None and st.version < old.version:
             return  # a read that raced with our own newer write
         self.state, self.etag = st, etag
+        self._installed_s = self.clock.monotonic_s()
         self.head_hint = max(self.head_hint, st.next_seq)
         for seq in [s for s in self.discovered if s < st.next_seq]:
             del self.discovered[seq]
@@ -206,14 +213,23 @@ class QueueRuntime:
 
     async def _flush_commit(self, batches: list[list[Op]]) -> list[list[Result]]:
         flat = [op for batch in batches for op in batch]
+        only_leases = all(isinstance(op, Lease) for op in flat)
         for attempt in range(limits.commit_attempts_max):
+            before = self._installed_s
             st = await self.current()
+            fresh = self._installed_s != before
             adopts = self._adopt_ops(st)
             token = self._next_token()
             out = apply(st, self.clock.now_ms(), [*adopts, *flat], token)
             results = out.results[len(adopts) :]
             if not out.changed:
-                return _split(results, batches)
+                # Nothing to write, so no CAS will tell us if the cache was stale: trust a
+                # "nothing happened" only from a fresh manifest (leases: one at most a poll old).
+                age_s = self.clock.monotonic_s() - self._installed_s
+                if fresh or (only_leases and age_s <= limits.poll_ms_max / 1000):
+                    return _split(results, batches)
+                self.state = None
+                continue
             check_step(st, out.state, releases=sum(isinstance(op, Release) for op in flat))
             try:
                 etag = await self.store.put_if_match(
@@ -403,8 +419,7 @@ class QueueRuntime:
 
     async def _verify_slot(self, slot: int, sid: str) -> bool:
         """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot."""
-        self.state = None
-        st = await self.refresh()
+        st = await self.refresh()  # always a fresh read; never judged from the cache
         if slot >= st.next_seq:
             return True
         return st.recent_sid(slot) == sid
@@ -523,6 +538,7 @@ class QueueRuntime:
                 self.waiters -= 1
 
     async def _try_receive(self, max_messages: int, vis_ms: int) -> list[Delivery]:
+        self._receive_calls.append(self.clock.monotonic_s())
         self._release_stale()
         if self.clock.monotonic_s() - self._last_sweep_s >= limits.sweep_interval_s:
             self.spawn(self._sweep_quietly())
@@ -533,8 +549,9 @@ class QueueRuntime:
             if self.clock.monotonic_s() - self._last_probe_s >= limits.poll_ms_min / 1000:
                 await self.probe(want_messages=max_messages * 2)
             ops: list[Op] = [Lease(max_messages, vis_ms)]
-            if not self.buffer:
-                ops.append(Lease(max_messages, vis_ms + LEASE_AHEAD_HOLD_MS))
+            extra = self._lease_ahead_target(max_messages) - len(self.buffer)
+            if extra > 0 and vis_ms > 0:
+                ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
             results = await self.commit(ops)
             first = results[0]
             assert isinstance(first, LeaseResult)
@@ -551,6 +568,17 @@ class QueueRuntime:
             if dead:
                 self.spawn(self._dead_letter(dead))
         return await self._materialize(grants)
+
+    def _lease_ahead_target(self, max_messages: int) -> int:
+        """Enough for every receive this node served within about one commit window.
+
+        Each consumer then finds its next batch waiting after its delete commits, so one CAS
+        carries every consumer's acks instead of alternating between them.
+        """
+        now = self.clock.monotonic_s()
+        window = self.engine.linger_ms / 1000 + 0.1
+        recent = sum(1 for t in self._receive_calls if now - t <= window)
+        return min(LEASE_AHEAD_MESSAGES_MAX, max_messages * max(1, recent))
 
     def _take_buffered(self, max_messages: int, vis_ms: int) -> list[Grant]:
         taken: list[Grant] = []
@@ -580,13 +608,13 @@ class QueueRuntime:
 
     async def _release_later(self) -> None:
         """Hand unused leases back soon, so other nodes are not kept from those messages."""
-        await self.clock.sleep(LEASE_AHEAD_HOLD_MS / 1000 + 0.001)
+        await self.clock.sleep(self.hold_s + 0.001)
         self._release_stale()
 
     def _release_stale(self) -> None:
         if not self.buffer:
             return
-        cutoff = self.clock.monotonic_s() - LEASE_AHEAD_HOLD_MS / 1000
+        cutoff = self.clock.monotonic_s() - self.hold_s
         stale = [b for b in self.buffer if b.leased_s <= cutoff]
         if not stale:
             return

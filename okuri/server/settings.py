@@ -25,7 +25,7 @@ DEV_ACCESS_KEY_ID = "okuri"
 DEV_SECRET_ACCESS_KEY = "okuri-local-secret"
 
 # A linger longer than this holds every send for seconds: surely a unit mistake (s for ms).
-LINGER_MS_MAX = 10_000
+LINGER_MS_MAX = limits.linger_ms_max
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 

@@ -27,6 +27,7 @@ from okuri.store.port import Blob
 class Faults:
     enabled: bool = False
     latency_ms_median: float = 0.0
+    write_latency_ms_median: float | None = None  # None: writes are as slow as reads
     latency_sigma: float = 0.5
     latency_ms_max: float = 2_000.0
     p_transient: float = 0.0
@@ -53,11 +54,14 @@ class MemoryStore:
 
     # --- fault plumbing ----------------------------------------------------------------------
 
-    def _latency_s(self) -> float:
+    def _latency_s(self, write: bool = False) -> float:
         f = self.faults
-        if not f.enabled or f.latency_ms_median <= 0:
+        median = f.latency_ms_median
+        if write and f.write_latency_ms_median is not None:
+            median = f.write_latency_ms_median
+        if not f.enabled or median <= 0:
             return 0.0
-        ms = f.latency_ms_median * math.exp(self._rng.gauss(0.0, f.latency_sigma))
+        ms = median * math.exp(self._rng.gauss(0.0, f.latency_sigma))
         return min(ms, f.latency_ms_max) / 1000.0
 
     async def _pause(self, seconds: float) -> None:
@@ -76,7 +80,7 @@ class MemoryStore:
     async def _write(self, conditional: bool, apply: object) -> str:
         """Run `apply` (a zero-arg callable returning the etag) under the fault model."""
         assert callable(apply)
-        latency = self._latency_s()
+        latency = self._latency_s(write=True)
         if self._roll(self.faults.p_transient):
             await self._pause(latency)
             raise Transient("injected transient error")

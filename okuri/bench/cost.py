@@ -1,0 +1,255 @@
+"""`okuri bench cost`: what a message costs in object-store requests, from a seeded simulation.
+
+The workload runs on virtual time against the in-memory store with an S3-like latency model, so
+ten simulated minutes take seconds and every run prints the same numbers. Each node counts its
+own requests: node 1 only produces, node 2 only consumes, which splits the bill cleanly into
+"per message produced" and "per message consumed".
+
+Latency model (S3 Standard-like): every request takes a lognormal time, median 15 ms for reads
+and 30 ms for writes, sigma 0.5 (p99 about 3.2x the median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from okuri.clock import LoopClock
+from okuri.engine import Engine, SendRequest
+from okuri.sim.loop import run_virtual
+from okuri.store.counting import CountingStore
+from okuri.store.memory import Faults, MemoryStore
+
+PUT_CLASS_USD_PER_MILLION = 5.00
+GET_CLASS_USD_PER_MILLION = 0.40
+READ_MS_MEDIAN = 15.0
+WRITE_MS_MEDIAN = 30.0
+LATENCY_SIGMA = 0.5
+EPOCH_MS = 1_767_225_600_000
+QUEUE = "bench"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    linger_ms: int
+    rate_per_s: int
+    duration_s: float
+
+
+SCENARIOS = (
+    Scenario(20, 100, 600.0),
+    Scenario(100, 100, 600.0),
+    Scenario(500, 100, 600.0),
+    Scenario(100, 1000, 600.0),
+)
+
+
+def _store(seed: int) -> MemoryStore:
+    clock = LoopClock(EPOCH_MS, random.Random(f"bench-store-{seed}"))
+    return MemoryStore(
+        clock=clock,
+        rng=random.Random(f"bench-latency-{seed}"),
+        faults=Faults(
+            enabled=True,
+            latency_ms_median=READ_MS_MEDIAN,
+            write_latency_ms_median=WRITE_MS_MEDIAN,
+            latency_sigma=LATENCY_SIGMA,
+        ),
+    )
+
+
+def per_message(counts: dict[str, int], messages: int) -> dict[str, float]:
+    n = max(messages, 1)
+    plain, cas = counts["put"] / n, counts["cas"] / n
+    return {
+        "plain": plain,
+        "cas": cas,
+        "write": plain + cas,
+        "get": counts["get"] / n,
+        "list": counts["list"] / n,
+    }
+
+
+def usd_per_million(produced: dict[str, float], consumed: dict[str, float]) -> float:
+    put_class = produced["write"] + produced["list"] + consumed["write"] + consumed["list"]
+    get_class = produced["get"] + consumed["get"]
+    return put_class * PUT_CLASS_USD_PER_MILLION + get_class * GET_CLASS_USD_PER_MILLION
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
+    memory = _store(seed)
+    producer_store, consumer_store = CountingStore(memory), CountingStore(memory)
+    loop = asyncio.get_running_loop()
+    node1 = Engine(
+        producer_store,
+        LoopClock(EPOCH_MS, random.Random(f"bench-n1-{seed}")),
+        scenario.linger_ms,
+        node_id="n1",
+    )
+    node2 = Engine(
+        consumer_store,
+        LoopClock(EPOCH_MS, random.Random(f"bench-n2-{seed}")),
+        scenario.linger_ms,
+        node_id="n2",
+    )
+    await node1.create_queue(QUEUE)
+    producer_store.counts.by_class = dict.fromkeys(producer_store.counts.by_class, 0)
+    sent_at: dict[bytes, float] = {}
+    latencies: list[float] = []
+    consumed = 0
+    stop = loop.time() + scenario.duration_s
+    inflight: set[asyncio.Task[Any]] = set()
+
+    async def send(i: int) -> None:
+        body = b"m%d" % i
+        sent_at[body] = loop.time()
+        await node1.send_one(QUEUE, SendRequest(body))
+
+    async def produce() -> None:
+        interval = 1.0 / scenario.rate_per_s
+        i = 0
+        while loop.time() < stop:
+            task = asyncio.ensure_future(send(i))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+            i += 1
+            await asyncio.sleep(interval)
+
+    async def consume() -> None:
+        nonlocal consumed
+        while loop.time() < stop:
+            got = await node2.receive(QUEUE, 10, None, 20)
+            now = loop.time()
+            for d in got:
+                start = sent_at.pop(d.message.body, None)
+                if start is not None:
+                    latencies.append(now - start)
+            if got:
+                await node2.ack(QUEUE, [d.receipt_handle for d in got])
+                consumed += len(got)
+
+    produced_before = len(sent_at)
+    tasks = [asyncio.ensure_future(produce())] + [
+        asyncio.ensure_future(consume()) for _ in range(2)
+    ]
+    await asyncio.gather(*tasks)
+    if inflight:
+        await asyncio.gather(*inflight, return_exceptions=True)
+    produced = int(scenario.rate_per_s * scenario.duration_s) + produced_before
+    prod = per_message(producer_store.counts.snapshot(), produced)
+    cons = per_message(consumer_store.counts.snapshot(), consumed)
+    await node1.close()
+    await node2.close()
+    return {
+        "linger_ms": scenario.linger_ms,
+        "rate_per_s": scenario.rate_per_s,
+        "produced_messages": produced,
+        "consumed_messages": consumed,
+        "consumed_per_s": round(consumed / scenario.duration_s, 1),
+        "produced": prod,
+        "consumed": cons,
+        "usd_per_million": round(usd_per_million(prod, cons), 4),
+        "send_to_receive_ms": {
+            "p50": round(_percentile(latencies, 0.50) * 1000, 1),
+            "p99": round(_percentile(latencies, 0.99) * 1000, 1),
+        },
+    }
+
+
+async def _idle(seed: int, hours: float = 1.0) -> float:
+    """Dollars per hour of one empty queue with two long-polling consumers on one node."""
+    memory = _store(seed)
+    store = CountingStore(memory)
+    node = Engine(store, LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}")), 100, "idle")
+    await node.create_queue(QUEUE)
+    store.counts.by_class = dict.fromkeys(store.counts.by_class, 0)
+    loop = asyncio.get_running_loop()
+    stop = loop.time() + hours * 3600
+
+    async def poller() -> None:
+        while loop.time() < stop:
+            await node.receive(QUEUE, 10, None, 20)
+
+    await asyncio.gather(poller(), poller())
+    c = store.counts.snapshot()
+    put_class = c["put"] + c["cas"] + c["list"]
+    usd = (put_class * PUT_CLASS_USD_PER_MILLION + c["get"] * GET_CLASS_USD_PER_MILLION) / 1e6
+    await node.close()
+    return usd / hours
+
+
+def measure(seed: int = 1) -> dict[str, Any]:
+    rows = [run_virtual(_run(s, seed)) for s in SCENARIOS]
+    idle = run_virtual(_idle(seed))
+    return {
+        "prices_usd_per_million": {
+            "put_class": PUT_CLASS_USD_PER_MILLION,
+            "get_class": GET_CLASS_USD_PER_MILLION,
+        },
+        "latency_model": {
+            "read_ms_median": READ_MS_MEDIAN,
+            "write_ms_median": WRITE_MS_MEDIAN,
+            "lognormal_sigma": LATENCY_SIGMA,
+        },
+        "rows": rows,
+        "idle_usd_per_queue_hour": round(idle, 6),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    cols = ("plain", "cas", "write", "get", "list")
+    head = "per message produced".ljust(31) + "per message consumed"
+    lines = [
+        " " * 24 + head,
+        "setting".ljust(24)
+        + " ".join(c.rjust(5) for c in cols)
+        + "  "
+        + " ".join(c.rjust(5) for c in cols)
+        + "   $/M msgs   p50 ms   p99 ms   consumed/s",
+    ]
+    for r in result["rows"]:
+        label = f"linger {r['linger_ms']}ms"
+        if r["rate_per_s"] != 100:
+            label += f" @{r['rate_per_s']}/s"
+        lines.append(
+            label.ljust(24)
+            + " ".join(f"{r['produced'][c]:5.2f}" for c in cols)
+            + "  "
+            + " ".join(f"{r['consumed'][c]:5.2f}" for c in cols)
+            + f"   {r['usd_per_million']:8.2f}"
+            + f"   {r['send_to_receive_ms']['p50']:6.0f}   {r['send_to_receive_ms']['p99']:6.0f}"
+            + f"   {r['consumed_per_s']:10.0f}"
+        )
+    lines.append("")
+    lines.append(
+        f"idle: one empty queue, two long-polling consumers: "
+        f"${result['idle_usd_per_queue_hour']:.5f} per queue-hour"
+    )
+    lines.append(
+        f"prices: ${PUT_CLASS_USD_PER_MILLION:.2f}/M PUT/LIST-class, "
+        f"${GET_CLASS_USD_PER_MILLION:.2f}/M GET-class, DELETE free; latency model: lognormal, "
+        f"median {READ_MS_MEDIAN:.0f} ms reads / {WRITE_MS_MEDIAN:.0f} ms writes, "
+        f"sigma {LATENCY_SIGMA}"
+    )
+    return "\n".join(lines)
+
+
+def cli_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="okuri bench cost")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    result = measure(args.seed)
+    print(json.dumps(result) if args.json else render(result))
+    return 0
