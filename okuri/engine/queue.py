@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -678,35 +678,29 @@ class QueueRuntime:
     async def ack(self, handles: Sequence[str]) -> list[AckResult | ReceiptHandleInvalid]:
         st = await self.current()
         parsed = self._receipts(handles, st.incarnation)
-        ops: list[Op] = [
-            Ack(r.seq, r.idx, r.epoch, r.incarnation) for r in parsed if isinstance(r, Receipt)
-        ]
-        results = iter(await self.commit(ops) if ops else [])
-        out: list[AckResult | ReceiptHandleInvalid] = []
-        for r in parsed:
-            if isinstance(r, ReceiptHandleInvalid):
-                out.append(r)
-                continue
-            out.append(next(results))  # type: ignore[arg-type]
-        return out
+        ops = {i: Ack(r.seq, r.idx, r.epoch, r.incarnation) for i, r in _valid(parsed)}
+        return await self._commit_per_receipt(parsed, ops)  # type: ignore[return-value]
 
     async def change_visibility(
         self, entries: Sequence[tuple[str, int]]
     ) -> list[VisibilityResult | ReceiptHandleInvalid]:
         st = await self.current()
         parsed = self._receipts([h for h, _ in entries], st.incarnation)
-        ops: list[Op] = []
-        for r, (_, vis_s) in zip(parsed, entries, strict=True):
-            if isinstance(r, Receipt):
-                ops.append(ChangeVisibility(r.seq, r.idx, r.epoch, vis_s * 1000, r.incarnation))
-        results = iter(await self.commit(ops) if ops else [])
-        out: list[VisibilityResult | ReceiptHandleInvalid] = []
-        for r in parsed:
-            if isinstance(r, ReceiptHandleInvalid):
-                out.append(r)
-                continue
-            out.append(next(results))  # type: ignore[arg-type]
-        return out
+        ops = {
+            i: ChangeVisibility(r.seq, r.idx, r.epoch, entries[i][1] * 1000, r.incarnation)
+            for i, r in _valid(parsed)
+        }
+        return await self._commit_per_receipt(parsed, ops)  # type: ignore[return-value]
+
+    async def _commit_per_receipt(
+        self, parsed: Sequence[Receipt | ReceiptHandleInvalid], ops: Mapping[int, Op]
+    ) -> list[Result | Receipt | ReceiptHandleInvalid]:
+        """Commit one op per valid receipt; answer each entry in order, invalid ones as errors."""
+        done = await self.commit(list(ops.values())) if ops else []
+        results: dict[int, Result | Receipt | ReceiptHandleInvalid] = dict(
+            zip(ops, done, strict=True)
+        )
+        return [results.get(i, r) for i, r in enumerate(parsed)]
 
     async def _dead_letter(self, grants: Sequence[Grant]) -> None:
         """Copy messages past maxReceiveCount to the dead-letter queue, then finish them here."""
@@ -836,6 +830,10 @@ class QueueRuntime:
             self._discovery.cancel()
         for task in list(self._tasks):
             task.cancel()
+
+
+def _valid(parsed: list[Receipt | ReceiptHandleInvalid]) -> list[tuple[int, Receipt]]:
+    return [(i, r) for i, r in enumerate(parsed) if isinstance(r, Receipt)]
 
 
 def _split(results: list[Result], batches: list[list[Op]]) -> list[list[Result]]:

@@ -203,21 +203,9 @@ class S3Store:
         self._client: Any = None
 
     @classmethod
-    async def connect(
-        cls,
-        bucket: str,
-        prefix: str = "",
-        endpoint_url: str | None = None,
-        region: str = "us-east-1",
-        access_key_id: str | None = None,
-        secret_access_key: str | None = None,
-        **options: Any,
-    ) -> S3Store:
-        store = cls(
-            bucket, prefix, endpoint_url, region, access_key_id, secret_access_key, **options
-        )
-        await store.open()
-        return store
+    async def connect(cls, *args: Any, **kwargs: Any) -> S3Store:
+        """Construct (same arguments as the class) and open in one step."""
+        return await cls(*args, **kwargs).open()
 
     async def open(self) -> S3Store:
         if self._client is not None:
