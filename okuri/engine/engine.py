@@ -113,9 +113,10 @@ class Engine:
     async def get_queue(self, name: str) -> QueueState:
         return await self.runtime(name).refresh()
 
-    async def list_queues(self, prefix: str = "", limit: int = 1000) -> list[str]:
+    async def list_queues(self, prefix: str = "", limit: int = 1000, after: str = "") -> list[str]:
+        """Queue names starting with `prefix`, in order, after the name `after`."""
         names: list[str] = []
-        after = ""
+        after = keys.manifest(after) if after else ""
         for _ in range(1000):
             page = await self._retry_list(keys.MANIFESTS + prefix, after)
             names.extend(keys.queue_of_manifest(k) for k in page)

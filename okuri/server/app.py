@@ -29,8 +29,9 @@ from okuri.clock import Clock, SystemClock
 from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.server.health import Health, health_app
-from okuri.server.placeholder import placeholder_app
 from okuri.server.settings import Address, Settings
+from okuri.sqs.actions import SqsActions
+from okuri.sqs.http import REQUEST_BYTES_MAX, SqsHttp
 from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.local import LocalStore
@@ -139,9 +140,17 @@ class Server:
         self._health_runner = web.AppRunner(
             health_app(self.health), access_log=access_log, shutdown_timeout=HEALTH_SHUTDOWN_S
         )
+        self.sqs: SqsHttp | None = None
+        main = web.Application(client_max_size=REQUEST_BYTES_MAX)
+        main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
-            placeholder_app(self.clock), access_log=access_log, shutdown_timeout=SHUTDOWN_GRACE_S
+            main, access_log=access_log, shutdown_timeout=SHUTDOWN_GRACE_S
         )
+
+    async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
+        if self.sqs is None:
+            raise web.HTTPServiceUnavailable(text="starting")
+        return await self.sqs.handle(request)
 
     @property
     def urls(self) -> list[str]:
@@ -158,10 +167,18 @@ class Server:
         self.store = CountingStore(await open_store(settings), self.counts)
         await verify_store(self.store, self.clock)
         self.engine = Engine(self.store, self.clock, linger_ms=settings.linger_ms)
+        actions = SqsActions(
+            self.engine,
+            region=settings.region,
+            account_id=settings.account_id,
+            public_url=settings.public_url,
+        )
+        keys = {settings.access_key_id: settings.secret_access_key}
+        self.sqs = SqsHttp(actions, self.clock, keys.get if settings.auth else None)
         await _listen(self._main_runner, settings.listen, "SQS")
         self.health.serving(self.store, self.engine.stats)
         log.info(
-            "okuri %s listening on %s (SQS placeholder), health on %s; store: %s; linger %d ms",
+            "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms",
             __version__,
             ", ".join(self.urls),
             ", ".join(self.health_urls),

@@ -82,6 +82,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
     Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
+    Option("auth", "on", "SigV4 signature checks: 'on', or 'off' for local experiments only",
+           "on|off"),
 )  # fmt: skip
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -148,6 +150,7 @@ class Settings:
     region: str
     account_id: str
     log_level: str
+    auth: bool = True
 
     @property
     def uses_s3(self) -> bool:
@@ -206,6 +209,7 @@ class Settings:
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
             log_level=raw.choice("log_level", LOG_LEVELS),
+            auth=raw.choice("auth", ("on", "off")) == "on",
         )
 
 

@@ -14,11 +14,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import boto3
 import pytest
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
@@ -201,3 +203,57 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
     finally:
         for server in started:
             server.kill()
+
+
+# --- one real server per store for the SQS surface suites -----------------------------------
+
+SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"
+
+
+def _start(tmp: Path, env: dict[str, str]) -> ServerProcess:
+    port, health = free_port(), free_port()
+    env = {
+        "OKURI_LISTEN": f"127.0.0.1:{port}",
+        "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
+        "OKURI_ACCESS_KEY_ID": SQS_KEY,
+        "OKURI_SECRET_ACCESS_KEY": SQS_SECRET,
+        "OKURI_LINGER_MS": "10",
+        **env,
+    }
+    server = ServerProcess(
+        spawn(env, tmp / "okuri.log"),
+        f"http://127.0.0.1:{port}",
+        f"http://127.0.0.1:{health}",
+        tmp / "okuri.log",
+        env,
+    )
+    server.wait_for("/readyz")
+    return server
+
+
+@pytest.fixture(scope="module", params=["local", "s3"])
+def sqs_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp(f"sqs-{request.param}")
+    if request.param == "local":
+        env = {"OKURI_DATA_DIR": str(tmp / "data")}
+    else:
+        endpoint = request.getfixturevalue("moto_s3_endpoint")
+        bucket = f"okuri-{uuid.uuid4().hex[:12]}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=bucket)
+        env = {
+            "OKURI_S3_ENDPOINT": endpoint,
+            "OKURI_S3_BUCKET": bucket,
+            "OKURI_S3_ACCESS_KEY_ID": "testing",
+            "OKURI_S3_SECRET_ACCESS_KEY": "testing",
+        }
+    srv = _start(tmp, env)
+    yield srv
+    srv.terminate()

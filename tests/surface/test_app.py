@@ -88,7 +88,7 @@ async def test_readiness_follows_the_server_from_starting_to_serving_to_stopping
             status, text = await fetch(session, "GET", health + "/metrics")
             assert status == 200 and 'okuri_store_requests_total{class="list"} 1' in text
             status, text = await fetch(session, "DELETE", main + "/anything")
-            assert status == 400 and "UnsupportedOperation" in text
+            assert status == 403 and "MissingAuthenticationToken" in text
             assert (await fetch(session, "HEAD", main + "/"))[0] == 200
     finally:
         assert await server.stop() is True

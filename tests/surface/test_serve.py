@@ -1,7 +1,7 @@
 """The real `okuri serve`, as a subprocess configured only by environment variables.
 
 These check what an operator and a container orchestrator see: health, readiness through the
-store, metrics, the placeholder SQS answer, a clean SIGTERM, and one-line refusals to start.
+store, metrics, the SQS listener's refusal of unsigned requests, a clean SIGTERM, and one-line refusals to start.
 """
 
 from __future__ import annotations
@@ -66,11 +66,11 @@ def test_serve_from_environment_is_live_ready_and_exposes_metrics(launch: Launch
         "list",
         "delete",
     }
-    assert "listening on " + server.url in server.log
+    assert "serving SQS on " + server.url in server.log
     assert "store: local directory" in server.log
 
 
-def test_placeholder_answers_every_sqs_request_with_unsupported_operation(launch: Launch) -> None:
+def test_main_listener_refuses_unsigned_requests_in_the_sqs_error_shape(launch: Launch) -> None:
     server = launch()
     server.wait_for("/readyz")
     response = server.request(
@@ -82,19 +82,31 @@ def test_placeholder_answers_every_sqs_request_with_unsupported_operation(launch
             "X-Amz-Target": "AmazonSQS.CreateQueue",
         },
     )
-    assert response.status == 400
+    assert response.status == 403
     assert response.headers["content-type"].startswith("application/x-amz-json-1.0")
-    assert response.headers["x-amzn-query-error"] == (
-        "AWS.SimpleQueueService.UnsupportedOperation;Sender"
-    )
+    assert response.headers["x-amzn-query-error"] == "MissingAuthenticationToken;Sender"
     body = json.loads(response.body)
-    assert body["__type"] == "com.amazonaws.sqs#UnsupportedOperation"
-    assert "AmazonSQS.CreateQueue" in body["message"]
-    assert server.request("GET", "/queue/jobs").status == 400
+    assert body["__type"] == "com.amazonaws.sqs#MissingAuthenticationToken"
 
     index = server.request("GET", "/")
     assert index.status == 200
     assert json.loads(index.body) == {"service": "okuri", "version": "0.0.1"}
+
+
+def test_auth_off_serves_unsigned_requests(launch: Launch) -> None:
+    server = launch({"OKURI_AUTH": "off"})
+    server.wait_for("/readyz")
+    response = server.request(
+        "POST",
+        "/",
+        body=b'{"QueueName": "open"}',
+        headers={
+            "Content-Type": "application/x-amz-json-1.0",
+            "X-Amz-Target": "AmazonSQS.CreateQueue",
+        },
+    )
+    assert response.status == 200
+    assert json.loads(response.body)["QueueUrl"].endswith("/000000000000/open")
 
 
 def test_sigterm_drains_and_exits_zero_within_seconds(launch: Launch) -> None:

@@ -1,0 +1,1 @@
+"""The SQS surface: SigV4, wire codecs, actions and the one table of AWS error codes."""

@@ -1,0 +1,474 @@
+"""The fourteen SQS actions, on top of the engine.
+
+Each action takes the request's already shape-checked JSON members, applies SQS's own rules and
+limits, calls the engine, and returns the JSON members SQS answers with. Queues are named by
+URL; any URL whose last path segment is a queue's name reaches it, on every node.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from okuri import limits
+from okuri.core.state import QueueAttrs, QueueState
+from okuri.engine import Delivery, Engine, SendRequest
+from okuri.engine.types import SendResult
+from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
+from okuri.sqs import messages as msg
+from okuri.sqs import queue_attributes as qa
+from okuri.sqs.errors import SqsError, from_okuri, invalid, queue_does_not_exist
+
+BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+COUNT_ATTRIBUTES = frozenset(
+    {
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+        "All",
+    }
+)
+SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
+TAG_PREFIX = "tag:"
+
+Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
+
+
+class SqsActions:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        region: str = "us-east-1",
+        account_id: str = "000000000000",
+        public_url: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.region = region
+        self.account_id = account_id
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self._handlers: dict[str, Handler] = {
+            "CreateQueue": self.create_queue,
+            "GetQueueUrl": self.get_queue_url,
+            "ListQueues": self.list_queues,
+            "DeleteQueue": self.delete_queue,
+            "PurgeQueue": self.purge_queue,
+            "GetQueueAttributes": self.get_queue_attributes,
+            "SetQueueAttributes": self.set_queue_attributes,
+            "SendMessage": self.send_message,
+            "SendMessageBatch": self.send_message_batch,
+            "ReceiveMessage": self.receive_message,
+            "DeleteMessage": self.delete_message,
+            "DeleteMessageBatch": self.delete_message_batch,
+            "ChangeMessageVisibility": self.change_message_visibility,
+            "ChangeMessageVisibilityBatch": self.change_message_visibility_batch,
+        }
+
+    async def dispatch(
+        self, action: str, params: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        try:
+            return await self._handlers[action](params, host, caller)
+        except msg.SqsInputError as err:
+            raise SqsError(err.code, err.message) from err
+
+    # --- naming ------------------------------------------------------------------------------
+
+    def queue_url(self, name: str, host: str) -> str:
+        base = self.public_url or f"http://{host}"
+        return f"{base}/{self.account_id}/{name}"
+
+    def arn(self, name: str) -> str:
+        return f"arn:aws:sqs:{self.region}:{self.account_id}:{name}"
+
+    @staticmethod
+    def queue_name(url: str) -> str:
+        name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        if not name or not re.match(r"^[A-Za-z0-9_-]{1,80}$", name):
+            raise queue_does_not_exist()
+        return name
+
+    # --- queues ------------------------------------------------------------------------------
+
+    async def _existing(self, name: str) -> QueueState | None:
+        try:
+            return await self.engine.get_queue(name)
+        except QueueDoesNotExist:
+            return None
+
+    async def create_queue(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = p["QueueName"]
+        qa.validate_queue_name(name)
+        given = p.get("Attributes") or {}
+        tags = p.get("tags") or {}
+        qa.validate_tags(tags)
+        attrs = qa.parse_queue_attributes(given, None, for_create=True)
+        attrs = replace(
+            attrs, extra={**attrs.extra, **{TAG_PREFIX + k: v for k, v in tags.items()}}
+        )
+        existing = await self._existing(name)
+        if existing is not None:
+            conflict = qa.create_conflict(given, existing.attrs)
+            if conflict is not None:
+                raise SqsError("QueueNameExists", conflict)
+            return {"QueueUrl": self.queue_url(name, host)}
+        try:
+            await self.engine.create_queue(name, attrs)
+        except OkuriError as err:  # lost a race with a create of different attributes
+            raise from_okuri(err) from err
+        return {"QueueUrl": self.queue_url(name, host)}
+
+    async def get_queue_url(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = p["QueueName"]
+        if not re.match(r"^[A-Za-z0-9_-]{1,80}$", name):
+            raise queue_does_not_exist()
+        await self.engine.get_queue(name)
+        return {"QueueUrl": self.queue_url(name, host)}
+
+    async def list_queues(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        prefix = p.get("QueueNamePrefix") or ""
+        max_results = p.get("MaxResults")
+        if max_results is not None and not 1 <= max_results <= 1000:
+            raise invalid(
+                f"Value {max_results} for parameter MaxResults is invalid. Reason: "
+                "MaxResults must be an integer between 1 and 1000."
+            )
+        after = ""
+        token = p.get("NextToken")
+        if token:
+            try:
+                after = base64.urlsafe_b64decode(token.encode()).decode()
+            except (ValueError, UnicodeDecodeError):
+                raise invalid("Invalid NextToken value.") from None
+        limit = max_results or 1000
+        names = await self.engine.list_queues(prefix, limit + 1, after)
+        out: dict[str, Any] = {}
+        page = names[:limit]
+        if page:
+            out["QueueUrls"] = [self.queue_url(n, host) for n in page]
+        if max_results is not None and len(names) > limit:
+            out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        return out
+
+    async def delete_queue(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        await self.engine.delete_queue(self.queue_name(p["QueueUrl"]))
+        return {}
+
+    async def purge_queue(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        await self.engine.purge(self.queue_name(p["QueueUrl"]))
+        return {}
+
+    async def get_queue_attributes(
+        self, p: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        names = p.get("AttributeNames") or []
+        st = await self.engine.get_queue(name)
+        if not names:
+            return {}
+        counts = (0, 0, 0)
+        if COUNT_ATTRIBUTES & set(names):
+            c = await self.engine.counts(name)
+            counts = (c.visible, c.in_flight, c.delayed)
+        rendered = qa.render_queue_attributes(
+            st.attrs,
+            names,
+            arn=self.arn(name),
+            dlq_arn=self.arn,
+            counts=counts,
+            created_s=st.created_ms // 1000,
+            modified_s=(st.modified_ms or st.created_ms) // 1000,
+        )
+        return {"Attributes": {k: v for k, v in rendered.items() if not k.startswith(TAG_PREFIX)}}
+
+    async def set_queue_attributes(
+        self, p: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        st = await self.engine.get_queue(name)
+        attrs = qa.parse_queue_attributes(p["Attributes"], st.attrs, for_create=False)
+        await self.engine.set_attributes(name, attrs)
+        return {}
+
+    # --- sending -----------------------------------------------------------------------------
+
+    def _send_request(
+        self, entry: dict[str, Any], attrs: QueueAttrs, caller: str, operation: str = "SendMessage"
+    ) -> tuple[SendRequest, dict[str, Any]]:
+        """Validate one message as SQS does; returns the engine request and the MD5 members."""
+        body = entry["MessageBody"]
+        msg.validate_body(body)
+        user = msg.validate_message_attributes(
+            entry.get("MessageAttributes") or {}, operation=operation
+        )
+        system = msg.validate_system_attributes(
+            entry.get("MessageSystemAttributes") or {}, operation=operation
+        )
+        size = len(body.encode()) + msg.message_attributes_bytes(user)
+        if size > attrs.max_message_bytes:
+            raise SqsError(
+                "InvalidParameterValue",
+                f"One or more parameters are invalid. Reason: Message must be shorter than "
+                f"{attrs.max_message_bytes} bytes.",
+            )
+        delay = entry.get("DelaySeconds")
+        if delay is not None and not 0 <= delay <= limits.delay_s_max:
+            raise invalid(
+                f"Value {delay} for parameter DelaySeconds is invalid. "
+                f"Reason: DelaySeconds must be >= 0 and <= {limits.delay_s_max}."
+            )
+        md5s: dict[str, Any] = {"MD5OfMessageBody": msg.md5_of_body(body)}
+        if user:
+            md5s["MD5OfMessageAttributes"] = msg.md5_of_message_attributes(user)
+        if system:
+            md5s["MD5OfMessageSystemAttributes"] = msg.md5_of_system_attributes(system)
+        stored_system = {**msg.encode_message_attributes(system), SENDER_KEY: caller}
+        request = SendRequest(
+            body=body.encode(),
+            delay_s=delay,
+            attributes=msg.encode_message_attributes(user),
+            system_attributes=stored_system,
+            group_id=entry.get("MessageGroupId"),
+            dedup_id=entry.get("MessageDeduplicationId"),
+        )
+        return request, md5s
+
+    async def _queue_attrs(self, name: str) -> QueueAttrs:
+        return (await self.engine.runtime(name).current()).attrs
+
+    async def send_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        attrs = await self._queue_attrs(name)
+        request, md5s = self._send_request(p, attrs, caller)
+        result = await self.engine.send_one(name, request)
+        return {**md5s, "MessageId": result.message_id}
+
+    async def send_message_batch(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        entries = p["Entries"]
+        _check_batch(entries, "SendMessageBatchRequestEntry")
+        total = sum(len(e["MessageBody"].encode()) for e in entries)
+        if total > limits.batch_bytes_max:
+            raise SqsError(
+                "BatchRequestTooLong",
+                f"Batch requests cannot be longer than {limits.batch_bytes_max} bytes. "
+                f"You have sent {total} bytes.",
+            )
+        attrs = await self._queue_attrs(name)
+        failed: list[dict[str, Any]] = []
+        accepted: list[tuple[str, SendRequest, dict[str, Any]]] = []
+        for entry in entries:
+            try:
+                request, md5s = self._send_request(entry, attrs, caller, "SendMessageBatch")
+            except msg.SqsInputError as err:
+                failed.append(_failure(entry["Id"], SqsError(err.code, err.message)))
+                continue
+            except SqsError as err:
+                failed.append(_failure(entry["Id"], err))
+                continue
+            accepted.append((entry["Id"], request, md5s))
+        results = await self.engine.send(name, [r for _, r, _ in accepted])
+        successful = []
+        for (entry_id, _, md5s), res in zip(accepted, results, strict=True):
+            if isinstance(res, SendResult):
+                successful.append({"Id": entry_id, "MessageId": res.message_id, **md5s})
+            elif isinstance(res, OkuriError):
+                failed.append(_failure(entry_id, from_okuri(res)))
+            else:
+                failed.append(_failure(entry_id, SqsError("InternalFailure", str(res), 500, False)))
+        return {"Successful": successful, "Failed": failed}
+
+    # --- receiving ---------------------------------------------------------------------------
+
+    async def receive_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        max_messages = p.get("MaxNumberOfMessages", 1)
+        if not 1 <= max_messages <= limits.receive_messages_max:
+            raise invalid(
+                f"Value {max_messages} for parameter MaxNumberOfMessages is invalid. "
+                "Reason: Must be between 1 and 10, if provided.",
+            )
+        visibility = p.get("VisibilityTimeout")
+        if visibility is not None and not 0 <= visibility <= limits.visibility_s_max:
+            raise invalid(f"Value {visibility} for parameter VisibilityTimeout is invalid.")
+        wait = p.get("WaitTimeSeconds")
+        if wait is not None and not 0 <= wait <= limits.wait_s_max:
+            raise invalid(
+                f"Value {wait} for parameter WaitTimeSeconds is invalid. "
+                "Reason: Must be >= 0 and <= 20, if provided."
+            )
+        system_names = [
+            *(p.get("AttributeNames") or []),
+            *(p.get("MessageSystemAttributeNames") or []),
+        ]
+        msg.check_system_attribute_names(system_names)
+        user_names = p.get("MessageAttributeNames") or []
+        deliveries = await self.engine.receive(name, max_messages, visibility, wait)
+        if not deliveries:
+            return {}
+        return {"Messages": [self._render(d, name, system_names, user_names) for d in deliveries]}
+
+    def _render(
+        self, d: Delivery, queue: str, system_names: Sequence[str], user_names: Sequence[str]
+    ) -> dict[str, Any]:
+        m = d.message
+        body = m.body.decode()
+        out: dict[str, Any] = {
+            "MessageId": m.id,
+            "ReceiptHandle": d.receipt_handle,
+            "MD5OfBody": msg.md5_of_body(body),
+            "Body": body,
+        }
+        trace = m.system_attributes.get("AWSTraceHeader")
+        system = msg.build_system_attributes(
+            sender_id=str(m.system_attributes.get(SENDER_KEY, self.account_id)),
+            sent_ms=m.sent_ms,
+            receive_count=d.receive_count,
+            first_receive_ms=d.first_receive_ms,
+            trace_header=trace.get("StringValue") if isinstance(trace, dict) else None,
+            group_id=m.group_id,
+            dead_letter_source_arn=(
+                self.arn(m.dead_letter_source) if m.dead_letter_source is not None else None
+            ),
+        )
+        chosen = msg.select_system_attributes(system, system_names)
+        if chosen:
+            out["Attributes"] = chosen
+        user = msg.select_message_attributes(
+            msg.decode_message_attributes(m.attributes), user_names
+        )
+        if user:
+            out["MD5OfMessageAttributes"] = msg.md5_of_message_attributes(user)
+            out["MessageAttributes"] = msg.encode_message_attributes(user)
+        return out
+
+    # --- finishing ---------------------------------------------------------------------------
+
+    async def delete_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        (result,) = await self.engine.ack(name, [p["ReceiptHandle"]])
+        if isinstance(result, ReceiptHandleInvalid):
+            raise _bad_receipt(p["ReceiptHandle"])
+        return {}
+
+    async def delete_message_batch(
+        self, p: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        entries = p["Entries"]
+        _check_batch(entries, "DeleteMessageBatchRequestEntry")
+        results = await self.engine.ack(name, [e["ReceiptHandle"] for e in entries])
+        successful, failed = [], []
+        for entry, result in zip(entries, results, strict=True):
+            if isinstance(result, ReceiptHandleInvalid):
+                failed.append(_failure(entry["Id"], _bad_receipt(entry["ReceiptHandle"])))
+            else:
+                successful.append({"Id": entry["Id"]})
+        return {"Successful": successful, "Failed": failed}
+
+    async def change_message_visibility(
+        self, p: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        visibility = _visibility(p["VisibilityTimeout"])
+        (result,) = await self.engine.change_visibility(name, [(p["ReceiptHandle"], visibility)])
+        err = _visibility_error(result, p["ReceiptHandle"])
+        if err is not None:
+            raise err
+        return {}
+
+    async def change_message_visibility_batch(
+        self, p: dict[str, Any], host: str, caller: str
+    ) -> dict[str, Any]:
+        name = self.queue_name(p["QueueUrl"])
+        entries = p["Entries"]
+        _check_batch(entries, "ChangeMessageVisibilityBatchRequestEntry")
+        successful, failed = [], []
+        valid: list[tuple[dict[str, Any], int]] = []
+        for entry in entries:
+            try:
+                valid.append((entry, _visibility(entry.get("VisibilityTimeout", 0))))
+            except SqsError as err:
+                failed.append(_failure(entry["Id"], err))
+        results = (
+            await self.engine.change_visibility(name, [(e["ReceiptHandle"], v) for e, v in valid])
+            if valid
+            else []
+        )
+        for (entry, _), result in zip(valid, results, strict=True):
+            problem = _visibility_error(result, entry["ReceiptHandle"])
+            if problem is None:
+                successful.append({"Id": entry["Id"]})
+            else:
+                failed.append(_failure(entry["Id"], problem))
+        return {"Successful": successful, "Failed": failed}
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _check_batch(entries: list[dict[str, Any]], entry_shape: str) -> None:
+    if not entries:
+        raise SqsError(
+            "EmptyBatchRequest", f"There should be at least one {entry_shape} in the request."
+        )
+    if len(entries) > limits.batch_entries_max:
+        raise SqsError(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are {limits.batch_entries_max}. "
+            f"You have sent {len(entries)}.",
+        )
+    seen: set[str] = set()
+    for entry in entries:
+        entry_id = entry["Id"]
+        if not BATCH_ID.match(entry_id):
+            raise SqsError(
+                "InvalidBatchEntryId",
+                "A batch entry id can only contain alphanumeric characters, hyphens and "
+                "underscores. It can be at most 80 letters long.",
+            )
+        if entry_id in seen:
+            raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
+        seen.add(entry_id)
+
+
+def _failure(entry_id: str, err: SqsError) -> dict[str, Any]:
+    return {
+        "Id": entry_id,
+        "SenderFault": err.sender_fault,
+        "Code": err.legacy_code,
+        "Message": err.message,
+    }
+
+
+def _bad_receipt(handle: str) -> SqsError:
+    shown = handle if len(handle) <= 200 else handle[:200] + "..."
+    return SqsError(
+        "ReceiptHandleIsInvalid",
+        f'The input receipt handle "{shown}" is not a valid receipt handle.',
+    )
+
+
+def _visibility(value: int) -> int:
+    if not 0 <= value <= limits.visibility_s_max:
+        raise invalid(
+            f"Value {value} for parameter VisibilityTimeout is invalid. "
+            f"Reason: Must be >= 0 and <= {limits.visibility_s_max}."
+        )
+    return value
+
+
+def _visibility_error(result: object, handle: str) -> SqsError | None:
+    if isinstance(result, ReceiptHandleInvalid):
+        return _bad_receipt(handle)
+    if result == "ok":
+        return None
+    if result == "gone":
+        return invalid(
+            f"Value {handle[:200]} for parameter ReceiptHandle is invalid. "
+            "Reason: Message does not exist or is not available for visibility timeout change.",
+        )
+    return SqsError("MessageNotInflight", "Message is not in flight.")

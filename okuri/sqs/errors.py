@@ -1,0 +1,96 @@
+"""The one table from okuri's errors to SQS's wire errors.
+
+Every error leaves as HTTP 4xx/5xx with body {"__type": "com.amazonaws.sqs#<Shape>", "message": ...}
+and the header `x-amzn-query-error: <legacy code>;<Sender|Receiver>`. botocore (and the other
+SDKs) pick the exception class from the shape name and report the legacy code as the error
+code, exactly as they do against SQS itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from okuri import errors
+
+# Shape name -> the legacy (query protocol) code SQS sends in x-amzn-query-error.
+LEGACY_CODES = {
+    "QueueDoesNotExist": "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueNameExists": "QueueAlreadyExists",
+    "QueueDeletedRecently": "AWS.SimpleQueueService.QueueDeletedRecently",
+    "PurgeQueueInProgress": "AWS.SimpleQueueService.PurgeQueueInProgress",
+    "MessageNotInflight": "AWS.SimpleQueueService.MessageNotInflight",
+    "BatchEntryIdsNotDistinct": "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+    "TooManyEntriesInBatchRequest": "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+    "EmptyBatchRequest": "AWS.SimpleQueueService.EmptyBatchRequest",
+    "InvalidBatchEntryId": "AWS.SimpleQueueService.InvalidBatchEntryId",
+    "BatchRequestTooLong": "AWS.SimpleQueueService.BatchRequestTooLong",
+    "UnsupportedOperation": "AWS.SimpleQueueService.UnsupportedOperation",
+}
+
+
+@dataclass
+class SqsError(Exception):
+    """An error as SQS would answer it."""
+
+    code: str
+    message: str
+    status: int = 400
+    sender_fault: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    @property
+    def legacy_code(self) -> str:
+        return LEGACY_CODES.get(self.code, self.code)
+
+    @property
+    def query_error(self) -> str:
+        return f"{self.legacy_code};{'Sender' if self.sender_fault else 'Receiver'}"
+
+    def body(self) -> dict[str, str]:
+        return {"__type": f"com.amazonaws.sqs#{self.code}", "message": self.message}
+
+
+def invalid(message: str) -> SqsError:
+    return SqsError("InvalidParameterValue", message)
+
+
+def missing(parameter: str) -> SqsError:
+    return SqsError("MissingParameter", f"The request must contain the parameter {parameter}.")
+
+
+def queue_does_not_exist() -> SqsError:
+    return SqsError("QueueDoesNotExist", "The specified queue does not exist.")
+
+
+def from_okuri(err: errors.OkuriError) -> SqsError:
+    """Translate an engine error; anything unexpected is the server's fault, never a traceback."""
+    match err:
+        case errors.QueueDoesNotExist():
+            return queue_does_not_exist()
+        case errors.QueueAlreadyExists():
+            return SqsError(
+                "QueueNameExists",
+                "A queue already exists with the same name and a different value for attribute(s).",
+            )
+        case errors.MessageTooLong():
+            return SqsError(
+                "InvalidParameterValue", f"One or more parameters are invalid. Reason: {err}"
+            )
+        case errors.InvalidArgument():
+            return invalid(
+                f"Value for parameter {err.field or 'request'} is invalid. Reason: {err}"
+            )
+        case errors.ReceiptHandleInvalid():
+            return SqsError("ReceiptHandleIsInvalid", str(err))
+        case errors.MessageNotInflight():
+            return SqsError("MessageNotInflight", "Message is not in flight.")
+        case errors.Unavailable() | errors.StoreError():
+            return SqsError(
+                "ServiceUnavailable",
+                "The object store is unavailable; retry the request.",
+                503,
+                False,
+            )
+    return SqsError("InternalFailure", "The request could not be processed.", 500, False)

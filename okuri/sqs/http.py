@@ -1,0 +1,153 @@
+"""The SQS listener: AWS JSON 1.0 over HTTP, every request SigV4-verified.
+
+One request: read the body (bounded), verify the signature, find the action in X-Amz-Target,
+check the request's shape, run the action, answer JSON. Every failure on the way becomes an
+SQS-shaped error (okuri.sqs.errors); nothing a client sends can produce a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from okuri import __version__
+from okuri.clock import Clock
+from okuri.errors import OkuriError
+from okuri.sqs.actions import SqsActions
+from okuri.sqs.errors import SqsError, from_okuri
+from okuri.sqs.shapes import ACTIONS, UNSUPPORTED, check_request
+from okuri.sqs.sigv4 import AuthError, SignedRequest, verify
+
+log = logging.getLogger("okuri.sqs")
+
+AWS_JSON = "application/x-amz-json-1.0"
+TARGET_PREFIX = "AmazonSQS."
+# Ten 1 MiB entries would exceed SQS's batch limit anyway; base64 attributes and JSON escaping
+# can double a body, so allow that much before refusing to read further.
+REQUEST_BYTES_MAX = 4 * 1024 * 1024
+
+
+def _respond(
+    status: int, body: dict[str, Any], request_id: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        status=status,
+        body=orjson.dumps(body),
+        content_type=AWS_JSON,
+        headers={"x-amzn-RequestId": request_id, **(headers or {})},
+    )
+
+
+def error_response(err: SqsError, request_id: str) -> web.Response:
+    return _respond(err.status, err.body(), request_id, {"x-amzn-query-error": err.query_error})
+
+
+class SqsHttp:
+    def __init__(
+        self,
+        actions: SqsActions,
+        clock: Clock,
+        secrets: Callable[[str], str | None] | None,
+    ) -> None:
+        """`secrets` maps an access key id to its secret; None turns authentication off."""
+        self.actions = actions
+        self.clock = clock
+        self.secrets = secrets
+        self.stats: dict[str, int] = {}
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=REQUEST_BYTES_MAX)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    def _count(self, action: str, outcome: str) -> None:
+        key = f"{action}:{outcome}"
+        self.stats[key] = self.stats.get(key, 0) + 1
+
+    async def handle(self, request: web.Request) -> web.Response:
+        request_id = self.clock.new_id()
+        action = "unknown"
+        try:
+            if (
+                request.method in ("GET", "HEAD")
+                and request.path == "/"
+                and not request.query_string
+            ):
+                return web.Response(
+                    body=orjson.dumps({"service": "okuri", "version": __version__}),
+                    content_type="application/json",
+                )
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                raise SqsError(
+                    "RequestEntityTooLarge", "The request body is too large.", 413
+                ) from None
+            caller = self._authenticate(request, body)
+            action = self._action(request)
+            try:
+                params = orjson.loads(body) if body.strip() else {}
+            except orjson.JSONDecodeError:
+                raise SqsError(
+                    "SerializationException", "The request body is not valid JSON."
+                ) from None
+            check_request(action, params)
+            result = await self.actions.dispatch(action, params, request.host, caller)
+            self._count(action, "ok")
+            return _respond(200, result, request_id)
+        except SqsError as err:
+            self._count(action, err.code)
+            return error_response(err, request_id)
+        except AuthError as err:
+            self._count(action, err.code)
+            return error_response(SqsError(err.code, err.message, err.status), request_id)
+        except OkuriError as err:
+            sqs = from_okuri(err)
+            self._count(action, sqs.code)
+            return error_response(sqs, request_id)
+        except Exception:
+            log.exception("request %s (%s) failed", request_id, action)
+            self._count(action, "InternalFailure")
+            return error_response(
+                SqsError("InternalFailure", "The request could not be processed.", 500, False),
+                request_id,
+            )
+
+    def _authenticate(self, request: web.Request, body: bytes) -> str:
+        if self.secrets is None:
+            return "anonymous"
+        signed = SignedRequest(
+            method=request.method,
+            path=request.raw_path.split("?", 1)[0],
+            query=request.rel_url.raw_query_string,
+            headers=request.headers,
+            body=body,
+        )
+        return verify(signed, self.secrets, self.clock.now_ms())
+
+    def _action(self, request: web.Request) -> str:
+        target = request.headers.get("X-Amz-Target", "")
+        if not target:
+            if request.content_type == "application/x-www-form-urlencoded" or request.query_string:
+                raise SqsError(
+                    "UnsupportedOperation",
+                    "The query protocol is not supported yet; use a current AWS SDK "
+                    "(AWS JSON 1.0).",
+                )
+            raise SqsError("MissingAction", "The request must contain the header X-Amz-Target.")
+        action = target.removeprefix(TARGET_PREFIX)
+        if action == target or not action:
+            raise SqsError(
+                "InvalidAction", f"The action {target[:100]} is not valid for this endpoint."
+            )
+        if action in UNSUPPORTED:
+            raise SqsError("UnsupportedOperation", f"{action} is not supported by okuri.")
+        if action not in ACTIONS:
+            raise SqsError(
+                "InvalidAction", f"The action {action[:100]} is not valid for this endpoint."
+            )
+        return action

@@ -1,0 +1,497 @@
+"""SQS queue attributes, names and tags: parsing them into the engine's `QueueAttrs` and rendering
+them back for GetQueueAttributes.
+
+Pure (no I/O, clock or randomness); every refusal is a `SqsInputError` (re-exported here) whose
+`code` is the short AWS error code. Where SQS's behaviour was recorded (mostly LocalStack's
+snapshots validated against SQS) this follows it; where it was not, the docstring says so.
+
+What maps where:
+- VisibilityTimeout, DelaySeconds, MaximumMessageSize, MessageRetentionPeriod,
+  ReceiveMessageWaitTimeSeconds: the typed fields of `QueueAttrs`. A value that is not a base-10
+  integer in range answers InvalidAttributeValue "Invalid value for the parameter X." (SQS's text).
+  MaximumMessageSize accepts 1,024..1,048,576: SQS raised its bound to 1 MiB in 2025 (the current
+  API model says so), and 1 MiB is okuri's own `limits.message_bytes_max`.
+- RedrivePolicy: `max_receive_count` and `dead_letter_queue` (the queue *name*, the ARN's last
+  component). SQS refuses a bad policy with InvalidParameterValue, not InvalidAttributeValue
+  (recorded: a non-ARN deadLetterTargetArn, a missing member and a non-numeric maxReceiveCount
+  all answer InvalidParameterValue), so okuri does too. An empty string removes the policy.
+- Policy, RedriveAllowPolicy, KmsMasterKeyId, KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled:
+  stored verbatim (booleans lower-cased) in `QueueAttrs.extra`, which the engine never reads.
+  An empty Policy, RedriveAllowPolicy or KmsMasterKeyId removes it; KmsDataKeyReusePeriodSeconds
+  set to its default 300 disappears from GetQueueAttributes, as SQS's does (recorded).
+- FIFO: okuri serves standard queues only. FifoQueue=true or a ".fifo" name raises
+  `FifoUnsupported`; the other FIFO-only attributes answer as SQS answers them on a standard queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from okuri import limits
+from okuri.core.state import QueueAttrs
+from okuri.sqs.messages import SqsInputError
+
+__all__ = [
+    "QUEUE_ATTRIBUTE_NAMES",
+    "FifoUnsupported",
+    "RedrivePolicy",
+    "SqsInputError",
+    "attrs_equal_for_create",
+    "create_conflict",
+    "parse_queue_attributes",
+    "parse_redrive_policy",
+    "render_queue_attributes",
+    "validate_queue_name",
+    "validate_tags",
+]
+
+
+class FifoUnsupported(SqsInputError):
+    """The request asks for a FIFO queue, which okuri does not serve."""
+
+
+FIFO_UNSUPPORTED = "FIFO queues are not supported by okuri."
+
+# QueueAttributeName in the API model, "All" aside.
+QUEUE_ATTRIBUTE_NAMES: tuple[str, ...] = (
+    "Policy",
+    "VisibilityTimeout",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "CreatedTimestamp",
+    "LastModifiedTimestamp",
+    "QueueArn",
+    "ApproximateNumberOfMessagesDelayed",
+    "DelaySeconds",
+    "ReceiveMessageWaitTimeSeconds",
+    "RedrivePolicy",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+    "RedriveAllowPolicy",
+    "SqsManagedSseEnabled",
+)
+
+# name -> (QueueAttrs field, lowest, highest)
+_INTEGER_ATTRIBUTES: dict[str, tuple[str, int, int]] = {
+    "VisibilityTimeout": ("visibility_timeout_s", 0, limits.visibility_s_max),
+    "DelaySeconds": ("delay_s", 0, limits.delay_s_max),
+    "MaximumMessageSize": ("max_message_bytes", 1024, limits.message_bytes_max),
+    "MessageRetentionPeriod": ("retention_s", limits.retention_s_min, limits.retention_s_max),
+    "ReceiveMessageWaitTimeSeconds": ("receive_wait_s", 0, limits.wait_s_max),
+}
+_EXTRA_ATTRIBUTES = (
+    "Policy",
+    "RedriveAllowPolicy",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+    "SqsManagedSseEnabled",
+)
+_SETTABLE = frozenset({*_INTEGER_ATTRIBUTES, "RedrivePolicy", *_EXTRA_ATTRIBUTES})
+_FIFO_SCOPED = ("DeduplicationScope", "FifoThroughputLimit")
+
+kms_reuse_s_min = 60
+kms_reuse_s_max = 24 * 60 * 60
+kms_reuse_s_default = 300
+redrive_allow_source_arns_max = 10
+tags_per_queue_max = 50
+tag_key_chars_max = 128
+tag_value_chars_max = 256
+
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_QUEUE_ARN = re.compile(r"arn:(aws[A-Za-z-]*):sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_-]{1,80})")
+_REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
+_SSE_CONFLICT = (
+    "You can use one type of server-side encryption (SSE) at one time. "
+    "You can either enable KMS SSE or SQS SSE."
+)
+
+
+def _bad_value(name: str) -> SqsInputError:
+    return SqsInputError("InvalidAttributeValue", f"Invalid value for the parameter {name}.")
+
+
+def _unknown(name: str) -> SqsInputError:
+    return SqsInputError("InvalidAttributeName", f"Unknown Attribute {name}.")
+
+
+# --- queue names and tags -----------------------------------------------------------------------
+
+
+def validate_queue_name(name: Any) -> str:
+    """CreateQueue's QueueName: 1-80 of [A-Za-z0-9_-]; a ".fifo" name raises FifoUnsupported."""
+    if isinstance(name, str) and name.endswith(".fifo") and _QUEUE_NAME.fullmatch(name[:-5]):
+        raise FifoUnsupported("InvalidParameterValue", FIFO_UNSUPPORTED)
+    if not isinstance(name, str) or not _QUEUE_NAME.fullmatch(name):
+        raise SqsInputError(
+            "InvalidParameterValue",
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
+        )
+    return name
+
+
+def validate_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[str, str]:
+    """CreateQueue's / TagQueue's tags: keys 1-128 characters, values 0-256, at most 50 per queue.
+
+    `existing` holds the queue's current tags for TagQueue, whose new keys add to (and same keys
+    overwrite) them; the bound applies to the result. Returns the validated new tags. The
+    refusal texts are okuri's (no recording of SQS refusing a tag was found).
+    """
+    if tags is None:
+        return {}
+    if not isinstance(tags, Mapping):
+        raise SqsInputError(
+            "InvalidParameterValue", "Value for parameter Tags is invalid. Reason: not a map."
+        )
+    out: dict[str, str] = {}
+    for key, value in tags.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= tag_key_chars_max:
+            raise SqsInputError(
+                "InvalidParameterValue",
+                f"Tag keys must be between 1 and {tag_key_chars_max} characters in length.",
+            )
+        if not isinstance(value, str) or len(value) > tag_value_chars_max:
+            raise SqsInputError(
+                "InvalidParameterValue",
+                f"Tag values must be between 0 and {tag_value_chars_max} characters in length.",
+            )
+        out[key] = value
+    merged = {**(existing or {}), **out}
+    if len(merged) > tags_per_queue_max:
+        raise SqsInputError(
+            "InvalidParameterValue",
+            f"Too many tags: a queue can have at most {tags_per_queue_max} tags; "
+            f"this request would leave it with {len(merged)}.",
+        )
+    return out
+
+
+# --- RedrivePolicy and RedriveAllowPolicy -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RedrivePolicy:
+    dead_letter_target_arn: str
+    partition: str
+    region: str
+    account_id: str
+    dead_letter_queue: str  # the ARN's last component: the queue's name
+    max_receive_count: int
+
+
+def _policy_error(parameter: str, raw: str, reason: str) -> SqsInputError:
+    return SqsInputError(
+        "InvalidParameterValue",
+        f"Value {raw} for parameter {parameter} is invalid. Reason: {reason}",
+    )
+
+
+def _json_object(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_redrive_policy(raw: str) -> RedrivePolicy | None:
+    """A RedrivePolicy string; None for "" (which removes the policy).
+
+    maxReceiveCount may be a JSON integer or a string of digits (SQS accepts "42", recorded),
+    1..1000. The dead-letter queue's existence, and whether its region and account are this
+    queue's, are for the caller to check. Reasons quoted from SQS: "Invalid value for
+    deadLetterTargetArn." and "Redrive policy does not contain mandatory attribute: X."; the
+    others are okuri's.
+    """
+    if raw == "":
+        return None
+    policy = _json_object(raw)
+    if policy is None:
+        raise _policy_error("RedrivePolicy", raw, "Redrive policy is not a valid JSON map.")
+    for member in ("deadLetterTargetArn", "maxReceiveCount"):
+        if policy.get(member) is None:
+            raise _policy_error(
+                "RedrivePolicy",
+                raw,
+                f"Redrive policy does not contain mandatory attribute: {member}.",
+            )
+    arn = policy["deadLetterTargetArn"]
+    found = _QUEUE_ARN.fullmatch(arn) if isinstance(arn, str) else None
+    if found is None:
+        raise _policy_error("RedrivePolicy", raw, "Invalid value for deadLetterTargetArn.")
+    count = policy["maxReceiveCount"]
+    if isinstance(count, str) and _INTEGER.fullmatch(count):
+        count = int(count)
+    if (
+        isinstance(count, bool)
+        or not isinstance(count, int)
+        or not 1 <= count <= limits.max_receive_count_max
+    ):
+        raise _policy_error(
+            "RedrivePolicy",
+            raw,
+            f"Invalid value for maxReceiveCount: {policy['maxReceiveCount']}, "
+            f"valid values are from 1 to {limits.max_receive_count_max} both inclusive.",
+        )
+    partition, region, account, name = found.groups()
+    return RedrivePolicy(arn, partition, region, account, name, count)
+
+
+def _check_redrive_allow_policy(raw: str) -> None:
+    """RedriveAllowPolicy: redrivePermission allowAll|denyAll|byQueue; sourceQueueArns (1..10
+    strings) exactly when byQueue. Code as for RedrivePolicy; texts are okuri's."""
+    policy = _json_object(raw)
+    if policy is None:
+        raise _policy_error(
+            "RedriveAllowPolicy", raw, "Redrive allow policy is not a valid JSON map."
+        )
+    permission = policy.get("redrivePermission")
+    if permission not in _REDRIVE_PERMISSIONS:
+        raise _policy_error(
+            "RedriveAllowPolicy",
+            raw,
+            "redrivePermission must be one of allowAll, denyAll, byQueue.",
+        )
+    sources = policy.get("sourceQueueArns")
+    if permission == "byQueue":
+        if (
+            not isinstance(sources, list)
+            or not 1 <= len(sources) <= redrive_allow_source_arns_max
+            or not all(isinstance(s, str) for s in sources)
+        ):
+            raise _policy_error(
+                "RedriveAllowPolicy",
+                raw,
+                f"byQueue needs sourceQueueArns: 1 to {redrive_allow_source_arns_max} queue ARNs.",
+            )
+    elif sources is not None:
+        raise _policy_error(
+            "RedriveAllowPolicy",
+            raw,
+            "sourceQueueArns can be given only when redrivePermission is byQueue.",
+        )
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+
+def _parse_integer(name: str, raw: str) -> int:
+    lowest, highest = _INTEGER_ATTRIBUTES[name][1:]
+    if not _INTEGER.fullmatch(raw):
+        raise _bad_value(name)
+    value = int(raw)
+    if not lowest <= value <= highest:
+        raise _bad_value(name)
+    return value
+
+
+def _parse_boolean(name: str, raw: str) -> str:
+    lowered = raw.lower()
+    if lowered not in ("true", "false"):
+        raise _bad_value(name)
+    return lowered
+
+
+def _check_names(attributes: Mapping[Any, Any], for_create: bool) -> None:
+    """Refuse names SQS would refuse on a standard queue, FIFO first for the clearest answer."""
+    if for_create and "FifoQueue" in attributes:
+        fifo = attributes["FifoQueue"]
+        if isinstance(fifo, str) and fifo.lower() == "true":
+            raise FifoUnsupported("InvalidAttributeValue", FIFO_UNSUPPORTED)
+        if not isinstance(fifo, str) or fifo.lower() != "false":
+            raise _bad_value("FifoQueue")
+    for name in attributes:
+        if name in _SETTABLE or (for_create and name == "FifoQueue"):
+            continue
+        if name in _FIFO_SCOPED:
+            # SQS's answer on a standard queue (recorded).
+            raise SqsInputError(
+                "InvalidAttributeName",
+                f"You can specify the {name} only when FifoQueue is set to true.",
+            )
+        # Everything else, including FifoQueue on SetQueueAttributes, ContentBasedDeduplication,
+        # the read-only attributes and "All": SQS answers "Unknown Attribute X." (recorded).
+        raise _unknown(str(name))
+
+
+def parse_queue_attributes(
+    attributes: Any, existing: QueueAttrs | None, for_create: bool
+) -> QueueAttrs:
+    """Apply a CreateQueue / SetQueueAttributes Attributes map to `existing` (defaults if None).
+
+    Names are checked before values; values must be JSON strings (SQS's QueueAttributeMap holds
+    strings only; a non-string answers InvalidAttributeValue). FifoQueue="false" is accepted on
+    CreateQueue and changes nothing, although SQS itself answers "Unknown Attribute FifoQueue."
+    for it on a standard queue's name (recorded) — okuri is lenient where that refusal would only
+    break a caller that spells out the default. On SetQueueAttributes any FifoQueue is refused as
+    SQS refuses it. Extras okuri does not own (e.g. tags) are carried over untouched.
+    """
+    base = existing if existing is not None else QueueAttrs()
+    if attributes is None:
+        return replace(base, extra=dict(base.extra))
+    if not isinstance(attributes, Mapping):
+        raise SqsInputError(
+            "InvalidParameterValue", "Value for parameter Attributes is invalid. Reason: not a map."
+        )
+    _check_names(attributes, for_create)
+    fields: dict[str, Any] = {}
+    extra = dict(base.extra)
+    for name, raw in attributes.items():
+        if not isinstance(raw, str):
+            raise _bad_value(name)
+        if name == "FifoQueue":
+            continue
+        if name in _INTEGER_ATTRIBUTES:
+            fields[_INTEGER_ATTRIBUTES[name][0]] = _parse_integer(name, raw)
+        elif name == "RedrivePolicy":
+            policy = parse_redrive_policy(raw)
+            fields["dead_letter_queue"] = None if policy is None else policy.dead_letter_queue
+            fields["max_receive_count"] = None if policy is None else policy.max_receive_count
+        elif name == "Policy":
+            if raw == "":
+                extra.pop(name, None)
+            elif _json_object(raw) is None:
+                raise _bad_value(name)
+            else:
+                extra[name] = raw
+        elif name == "RedriveAllowPolicy":
+            if raw == "":
+                extra.pop(name, None)
+            else:
+                _check_redrive_allow_policy(raw)
+                extra[name] = raw
+        elif name == "KmsMasterKeyId":
+            if raw == "":
+                extra.pop(name, None)
+            else:
+                extra[name] = raw
+        elif name == "KmsDataKeyReusePeriodSeconds":
+            if not _INTEGER.fullmatch(raw) or not kms_reuse_s_min <= int(raw) <= kms_reuse_s_max:
+                raise _bad_value(name)
+            if int(raw) == kms_reuse_s_default:
+                extra.pop(name, None)
+            else:
+                extra[name] = str(int(raw))
+        elif name == "SqsManagedSseEnabled":
+            extra[name] = _parse_boolean(name, raw)
+    if attributes.get("SqsManagedSseEnabled", "").lower() == "true" and extra.get("KmsMasterKeyId"):
+        # SQS's code and text (recorded).
+        raise SqsInputError("InvalidAttributeName", _SSE_CONFLICT)
+    if attributes.get("KmsMasterKeyId") and "SqsManagedSseEnabled" not in attributes:
+        extra["SqsManagedSseEnabled"] = "false"  # SSE-KMS replaces SSE-SQS (recorded)
+    return replace(base, **fields, extra=extra)
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _redrive_json(attrs: QueueAttrs, dlq_arn: Callable[[str], str]) -> str | None:
+    if attrs.dead_letter_queue is None or attrs.max_receive_count is None:
+        return None
+    return json.dumps(
+        {
+            "deadLetterTargetArn": dlq_arn(attrs.dead_letter_queue),
+            "maxReceiveCount": attrs.max_receive_count,
+        },
+        separators=(",", ":"),
+    )
+
+
+def render_queue_attributes(
+    attrs: QueueAttrs,
+    names: Iterable[str] | None,
+    *,
+    arn: str,
+    dlq_arn: Callable[[str], str],
+    counts: tuple[int, int, int],
+    created_s: int,
+    modified_s: int,
+) -> dict[str, str]:
+    """GetQueueAttributes' answer for `names` ("All" for every attribute the queue has).
+
+    `counts` is (visible, in flight, delayed); timestamps are epoch seconds; `dlq_arn` turns the
+    dead-letter queue's name into its ARN. No names answers nothing, as SQS does. A name outside
+    QueueAttributeName answers InvalidAttributeName "Unknown Attribute X." (recorded); a defined
+    name the queue does not have (FifoQueue, an unset Policy) is omitted. SqsManagedSseEnabled
+    reads "true" unless set otherwise, as on a new SQS queue (recorded).
+    """
+    wanted = list(names or ())
+    for name in wanted:
+        if name != "All" and name not in QUEUE_ATTRIBUTE_NAMES:
+            raise _unknown(name)
+    if not wanted:
+        return {}
+    visible, in_flight, delayed = counts
+    full: dict[str, str | None] = {
+        "ApproximateNumberOfMessages": str(visible),
+        "ApproximateNumberOfMessagesNotVisible": str(in_flight),
+        "ApproximateNumberOfMessagesDelayed": str(delayed),
+        "CreatedTimestamp": str(created_s),
+        "LastModifiedTimestamp": str(modified_s),
+        "QueueArn": arn,
+        "VisibilityTimeout": str(attrs.visibility_timeout_s),
+        "DelaySeconds": str(attrs.delay_s),
+        "MaximumMessageSize": str(attrs.max_message_bytes),
+        "MessageRetentionPeriod": str(attrs.retention_s),
+        "ReceiveMessageWaitTimeSeconds": str(attrs.receive_wait_s),
+        "RedrivePolicy": _redrive_json(attrs, dlq_arn),
+        **{name: attrs.extra.get(name) for name in _EXTRA_ATTRIBUTES},
+    }
+    if full["SqsManagedSseEnabled"] is None:
+        full["SqsManagedSseEnabled"] = "true"
+    selected = full if "All" in wanted else {n: full.get(n) for n in wanted}
+    return {name: value for name, value in selected.items() if value is not None}
+
+
+# --- CreateQueue idempotence --------------------------------------------------------------------
+
+
+def _canonical(attrs: QueueAttrs, name: str) -> object:
+    """An attribute's value as compared for CreateQueue: defaults filled in, JSON parsed."""
+    if name in _INTEGER_ATTRIBUTES:
+        return getattr(attrs, _INTEGER_ATTRIBUTES[name][0])
+    if name == "RedrivePolicy":
+        return (attrs.dead_letter_queue, attrs.max_receive_count)
+    if name == "FifoQueue":
+        return "false"
+    value = attrs.extra.get(name)
+    if name in ("Policy", "RedriveAllowPolicy"):
+        return None if value is None else json.loads(value)
+    if name == "KmsDataKeyReusePeriodSeconds":
+        return int(value) if value is not None else kms_reuse_s_default
+    if name == "SqsManagedSseEnabled":
+        return value or "true"
+    return value
+
+
+def create_conflict(requested: Any, existing: QueueAttrs) -> str | None:
+    """The first attribute of a CreateQueue for an existing queue whose value differs, or None.
+
+    Only the attributes the request names are compared, each with the queue's current value
+    (defaults included). That is SQS's documented rule — it "returns this error only if the
+    request includes attributes whose values differ from those of the existing queue" — and its
+    recorded behaviour: a CreateQueue without attributes returns the URL of a queue created with
+    non-default ones. SQS answers the conflict with QueueNameExists / QueueAlreadyExists and
+    "A queue already exists with the same name and a different value for attribute X".
+    The request is validated first, so a malformed one raises rather than conflicting.
+    """
+    wanted = parse_queue_attributes(requested, None, for_create=True)
+    for name in requested or ():
+        if _canonical(wanted, name) != _canonical(existing, name):
+            return str(name)
+    return None
+
+
+def attrs_equal_for_create(requested: Any, existing: QueueAttrs) -> bool:
+    """Whether a CreateQueue naming an existing queue returns its URL (see `create_conflict`)."""
+    return create_conflict(requested, existing) is None
