@@ -17,7 +17,7 @@ from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.message import Message
 from okuri.core.state import QueueAttrs, QueueState, encode_state
-from okuri.core.transitions import AckResult, Counts, VisibilityResult
+from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.queue import QueueRuntime
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -239,6 +239,17 @@ class Engine:
             await source.ack([d.receipt_handle for d in batch])
             moved += len(batch)
         return moved
+
+    def cached_counts(self) -> dict[str, Counts]:
+        """Approximate depths of the queues this node has touched, from cached manifests only.
+
+        Costs no request, so a metrics scrape never adds to the bucket bill; slots written
+        through other nodes and not yet adopted are not included.
+        """
+        now = self.clock.now_ms()
+        return {
+            name: counts(rt.state, now) for name, rt in self._queues.items() if rt.state is not None
+        }
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -250,6 +250,8 @@ class QueueRuntime:
             else:
                 self._install(out.state, etag)
             self._after_commit(out)
+            self.engine.stats["manifest_commits"] += 1
+            self.engine.stats["manifest_commit_ops"] += len(flat)
             return _split(results, batches)
         raise Unavailable(f"could not commit to {self.name!r}: too much contention")
 
@@ -368,6 +370,8 @@ class QueueRuntime:
     async def _flush_send(self, messages: list[Message]) -> list[int]:
         segment = Segment(self.clock.new_id(), tuple(messages))
         slot = await self._write_segment(segment, encode_segment(segment))
+        self.engine.stats["segments_written"] += 1
+        self.engine.stats["segment_messages"] += len(messages)
         return [slot] * len(messages)
 
     async def _write_segment(self, segment: Segment, data: bytes) -> int:

@@ -176,7 +176,9 @@ class Server:
         keys = {settings.access_key_id: settings.secret_access_key}
         self.sqs = SqsHttp(actions, self.clock, keys.get if settings.auth else None)
         await _listen(self._main_runner, settings.listen, "SQS")
-        self.health.serving(self.store, self.engine.stats)
+        self.health.serving(
+            self.store, self.engine.stats, [self.sqs.metric_lines, self._depth_lines]
+        )
         log.info(
             "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms",
             __version__,
@@ -191,6 +193,22 @@ class Server:
                 "OKURI_ACCESS_KEY_ID and OKURI_SECRET_ACCESS_KEY before exposing this server",
                 settings.access_key_id,
             )
+
+    def _depth_lines(self) -> list[str]:
+        lines = [
+            "# HELP okuri_queue_messages Approximate messages per queue and state, from this "
+            "node's cached manifests.",
+            "# TYPE okuri_queue_messages gauge",
+        ]
+        depths = self.engine.cached_counts() if self.engine is not None else {}
+        for name, c in sorted(depths.items()):
+            for state, n in (
+                ("visible", c.visible),
+                ("in_flight", c.in_flight),
+                ("delayed", c.delayed),
+            ):
+                lines.append(f'okuri_queue_messages{{queue="{name}",state="{state}"}} {n}')
+        return lines
 
     async def stop(self) -> bool:
         """Shut down in order; True when every pending send was flushed to the store."""

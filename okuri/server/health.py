@@ -10,7 +10,7 @@ second, so a probe storm cannot turn into a storm of billed requests.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from aiohttp import web
@@ -37,11 +37,19 @@ class Health:
         self.phase: Phase = "starting"
         self.store: ObjectStore | None = None
         self.engine_stats: Mapping[str, int] = {}
+        self.sources: list[Callable[[], list[str]]] = []
         self._last: tuple[float, bool, str] | None = None
 
-    def serving(self, store: ObjectStore, engine_stats: Mapping[str, int]) -> None:
+    def serving(
+        self,
+        store: ObjectStore,
+        engine_stats: Mapping[str, int],
+        sources: Sequence[Callable[[], list[str]]] = (),
+    ) -> None:
+        """`sources` add their own metric lines (the SQS surface, queue depths)."""
         self.store = store
         self.engine_stats = engine_stats
+        self.sources = list(sources)
         self.phase = "serving"
 
     async def readiness(self) -> tuple[bool, str]:
@@ -64,7 +72,9 @@ class Health:
         return ready, reason
 
     def metrics(self) -> str:
-        return render_metrics(self.counts.snapshot(), dict(self.engine_stats))
+        text = render_metrics(self.counts.snapshot(), dict(self.engine_stats))
+        extra = [line for source in self.sources for line in source()]
+        return text + ("\n".join(extra) + "\n" if extra else "")
 
 
 def _label(value: str) -> str:

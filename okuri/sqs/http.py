@@ -57,7 +57,7 @@ class SqsHttp:
         self.actions = actions
         self.clock = clock
         self.secrets = secrets
-        self.stats: dict[str, int] = {}
+        self.stats: dict[tuple[str, str], int] = {}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=REQUEST_BYTES_MAX)
@@ -65,12 +65,24 @@ class SqsHttp:
         return app
 
     def _count(self, action: str, outcome: str) -> None:
-        key = f"{action}:{outcome}"
+        key = (action, outcome)
         self.stats[key] = self.stats.get(key, 0) + 1
+
+    def metric_lines(self) -> list[str]:
+        """Prometheus lines: requests by action and outcome ("ok" or the error code)."""
+        lines = [
+            "# HELP okuri_sqs_requests_total SQS requests by action and outcome.",
+            "# TYPE okuri_sqs_requests_total counter",
+        ]
+        lines += [
+            f'okuri_sqs_requests_total{{action="{action}",outcome="{outcome}"}} {n}'
+            for (action, outcome), n in sorted(self.stats.items())
+        ]
+        return lines
 
     async def handle(self, request: web.Request) -> web.Response:
         request_id = self.clock.new_id()
-        action = "unknown"
+        action = "Unknown"
         try:
             if (
                 request.method in ("GET", "HEAD")
