@@ -40,7 +40,7 @@ QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 
 
 def validate_queue_name(name: str) -> None:
-    if not isinstance(name, str) or not QUEUE_NAME.match(name):
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
         raise InvalidArgument(
             "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
             "QueueName",

@@ -16,6 +16,7 @@ from typing import Any
 from okuri import limits
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.engine import Delivery, Engine, SendRequest
+from okuri.engine.engine import QUEUE_NAME  # use fullmatch: "$" admits a trailing newline
 from okuri.engine.types import SendResult
 from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sqs import messages as msg
@@ -87,7 +88,7 @@ class SqsActions:
     @staticmethod
     def queue_name(url: str) -> str:
         name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-        if not name or not re.match(r"^[A-Za-z0-9_-]{1,80}$", name):
+        if not name or not QUEUE_NAME.fullmatch(name):
             raise queue_does_not_exist()
         return name
 
@@ -123,7 +124,7 @@ class SqsActions:
 
     async def get_queue_url(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = p["QueueName"]
-        if not re.match(r"^[A-Za-z0-9_-]{1,80}$", name):
+        if not QUEUE_NAME.fullmatch(name):
             raise queue_does_not_exist()
         await self.engine.get_queue(name)
         return {"QueueUrl": self.queue_url(name, host)}
@@ -143,6 +144,10 @@ class SqsActions:
                 after = base64.urlsafe_b64decode(token.encode()).decode()
             except (ValueError, UnicodeDecodeError):
                 raise invalid("Invalid NextToken value.") from None
+            # okuri's tokens hold the last queue name listed; anything else must not reach the
+            # store (a control character there made moto's S3 answer unparseable XML).
+            if not QUEUE_NAME.fullmatch(after):
+                raise invalid("Invalid NextToken value.")
         limit = max_results or 1000
         names = await self.engine.list_queues(prefix, limit + 1, after)
         out: dict[str, Any] = {}
@@ -424,7 +429,7 @@ def _check_batch(entries: list[dict[str, Any]], entry_shape: str) -> None:
     seen: set[str] = set()
     for entry in entries:
         entry_id = entry["Id"]
-        if not BATCH_ID.match(entry_id):
+        if not BATCH_ID.fullmatch(entry_id):  # match() would admit a trailing newline
             raise SqsError(
                 "InvalidBatchEntryId",
                 "A batch entry id can only contain alphanumeric characters, hyphens and "

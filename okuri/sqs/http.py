@@ -107,7 +107,7 @@ class SqsHttp:
                 raise SqsError(
                     "SerializationException", "The request body is not valid JSON."
                 ) from None
-            check_request(action, params)
+            params = check_request(action, params)
             result = await self.actions.dispatch(action, params, request.host, caller)
             self._count(action, "ok")
             return _respond(200, result, request_id)

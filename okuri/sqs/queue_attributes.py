@@ -199,7 +199,7 @@ def _policy_error(parameter: str, raw: str, reason: str) -> SqsInputError:
 def _json_object(raw: str) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return None
     return value if isinstance(value, dict) else None
 

@@ -2,7 +2,9 @@
 
 The member lists follow SQS's published API model. A request naming a member an action does not
 have, or giving one the wrong JSON type, is refused before it reaches the engine: the same
-400 an SDK-less client would get from a strict AWS JSON service, never a 500.
+400 an SDK-less client would get from a strict AWS JSON service, never a 500. A member given as
+JSON null is absent, as AWS's JSON protocols treat it: the checked request the actions see has
+no null members, so `p.get(name, default)` means what it says.
 """
 
 from __future__ import annotations
@@ -59,16 +61,19 @@ ATTRIBUTE_VALUE: dict[str, Check] = {
 def attribute_map(v: Any, path: str) -> dict[str, dict[str, Any]]:
     if not isinstance(v, dict):
         raise _type_error(path, "an object")
-    for name, value in v.items():
-        structure(value, f"{path}.{name}", ATTRIBUTE_VALUE, ("DataType",))
-    return v
+    return {
+        name: structure(value, f"{path}.{name}", ATTRIBUTE_VALUE, ("DataType",))
+        for name, value in v.items()
+    }
 
 
 def structure(
     v: Any, path: str, members: Mapping[str, Check], required: tuple[str, ...]
 ) -> dict[str, Any]:
+    """`v` checked against `members`, returned without its null (absent) members."""
     if not isinstance(v, dict):
         raise _type_error(path or "The request body", "a JSON object")
+    out: dict[str, Any] = {}
     for key, value in v.items():
         check = members.get(key)
         if check is None:
@@ -77,20 +82,18 @@ def structure(
                 f"Unknown parameter {key!r}{' in ' + path if path else ''}.",
             )
         if value is not None:
-            check(value, f"{path}.{key}" if path else key)
+            out[key] = check(value, f"{path}.{key}" if path else key)
     for key in required:
-        if v.get(key) is None:
+        if key not in out:
             raise missing(f"{path}.{key}" if path else key)
-    return v
+    return out
 
 
 def entries(members: Mapping[str, Check], required: tuple[str, ...]) -> Check:
     def check(v: Any, path: str) -> list[dict[str, Any]]:
         if not isinstance(v, list):
             raise _type_error(path, "a list")
-        for i, item in enumerate(v):
-            structure(item, f"{path}[{i}]", members, required)
-        return v
+        return [structure(item, f"{path}[{i}]", members, required) for i, item in enumerate(v)]
 
     return check
 
@@ -183,5 +186,6 @@ UNSUPPORTED = frozenset(
 
 
 def check_request(action: str, body: Any) -> dict[str, Any]:
+    """The request's members, checked; what the action must be given (nulls dropped)."""
     members, required = ACTIONS[action]
     return structure(body, "", members, required)

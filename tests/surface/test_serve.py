@@ -1,7 +1,8 @@
 """The real `okuri serve`, as a subprocess configured only by environment variables.
 
 These check what an operator and a container orchestrator see: health, readiness through the
-store, metrics, the SQS listener's refusal of unsigned requests, a clean SIGTERM, and one-line refusals to start.
+store, metrics, the SQS listener's refusal of unsigned requests, a clean SIGTERM, and
+one-line refusals to start.
 """
 
 from __future__ import annotations

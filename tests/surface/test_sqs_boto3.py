@@ -345,7 +345,9 @@ def test_resource_api_works_too(server: ServerProcess) -> None:
     assert q.attributes["VisibilityTimeout"] == "30"
 
 
-def test_metrics_count_sqs_requests_batches_and_depths(sqs: Any, queue: str, server: ServerProcess) -> None:
+def test_metrics_count_sqs_requests_batches_and_depths(
+    sqs: Any, queue: str, server: ServerProcess
+) -> None:
     sqs.send_message_batch(
         QueueUrl=queue, Entries=[{"Id": str(i), "MessageBody": "m"} for i in range(3)]
     )
@@ -353,7 +355,8 @@ def test_metrics_count_sqs_requests_batches_and_depths(sqs: Any, queue: str, ser
         sqs.delete_message(QueueUrl=queue, ReceiptHandle="nope")
     text = server.get("/metrics").text
     assert 'okuri_sqs_requests_total{action="SendMessageBatch",outcome="ok"}' in text
-    assert 'okuri_sqs_requests_total{action="DeleteMessage",outcome="ReceiptHandleIsInvalid"}' in text
+    failed = 'okuri_sqs_requests_total{action="DeleteMessage",outcome="ReceiptHandleIsInvalid"}'
+    assert failed in text
     assert 'okuri_engine_events_total{event="segment_messages"}' in text
     name = queue.rsplit("/", 1)[1]
     assert f'okuri_queue_messages{{queue="{name}",state="visible"}}' in text
