@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost
+.PHONY: serve test check lint install dst bench-cost bench-sqs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ check: test
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000
+
+bench-sqs: $(STAMP)
+	$(BIN)/okuri bench sqs
 
 bench-cost: $(STAMP)
 	$(BIN)/okuri bench cost

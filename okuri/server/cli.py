@@ -1,7 +1,7 @@
-"""The `okuri` command: `serve`, plus `dst` and `bench cost` handed to the modules that own them.
+"""The `okuri` command: `serve`, plus `dst` and `bench cost|sqs` handed to the modules owning them.
 
 Exit codes: 0 done, 1 failed (could not start, pending sends lost, a delegate missing), 2 usage
-or settings error. `dst` and `bench cost` import their modules only when invoked, so `okuri serve`
+or settings error. `dst` and `bench ...` import their modules only when invoked, so `okuri serve`
 never loads the simulator, and a build without one still serves. Their arguments are passed on
 verbatim (argparse's REMAINDER would swallow or reject leading flags such as `--seeds`).
 """
@@ -33,10 +33,18 @@ def _bench_cost(argv: list[str]) -> int:
     return code or 0
 
 
+def _bench_sqs(argv: list[str]) -> int:
+    from okuri.bench.sqs import cli_main
+
+    code: int | None = cli_main(argv)
+    return code or 0
+
+
 # Commands whose arguments belong to another module: the words naming them -> (module, runner).
 DELEGATES: dict[tuple[str, ...], tuple[str, Delegate]] = {
     ("dst",): ("okuri.sim.runner", _dst),
     ("bench", "cost"): ("okuri.bench.cost", _bench_cost),
+    ("bench", "sqs"): ("okuri.bench.sqs", _bench_sqs),
 }
 
 
@@ -57,9 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
         help="deterministic simulation: okuri dst [SEED] [--seeds N] [--start S]",
     )
-    bench = commands.add_parser("bench", help="benchmarks: okuri bench cost [--json]")
+    bench = commands.add_parser("bench", help="benchmarks: okuri bench cost|sqs [--json]")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     bench_commands.add_parser("cost", add_help=False, help="object-store requests per message")
+    bench_commands.add_parser("sqs", add_help=False, help="end-to-end SQS throughput, beside moto")
     return parser
 
 
