@@ -22,7 +22,8 @@ dedup_window_s = 5 * 60
 dedup_entries_max = 100_000
 
 # Engine batching and bounds.
-linger_ms_default = 100
+linger_ms_default = 100  # on S3: one window's requests are what a message costs
+linger_ms_local_default = 5  # a local directory charges nothing per request
 linger_ms_max = 10_000
 segment_bytes_max = 8 * 1024 * 1024
 segment_messages_max = 4096

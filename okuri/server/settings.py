@@ -62,8 +62,10 @@ OPTIONS: tuple[Option, ...] = (
            "HOST:PORT"),
     Option("data_dir", "./okuri-data", "local store directory (used when no S3 bucket is set)",
            "DIR"),
-    Option("linger_ms", str(limits.linger_ms_default),
-           f"how long sends wait to share one object write (0 to {LINGER_MS_MAX})", "MS"),
+    Option("linger_ms", None,
+           f"how long sends and commits wait to share one object write (0 to {LINGER_MS_MAX}; "
+           f"default {limits.linger_ms_default} on S3, {limits.linger_ms_local_default} on a "
+           "local directory)", "MS"),
     Option("s3_endpoint", None, "S3 endpoint URL (MinIO, Ceph, ...); unset means AWS", "URL"),
     Option("s3_bucket", None, "S3 bucket; when set, the S3 store is used instead of --data-dir",
            "BUCKET"),
@@ -196,7 +198,13 @@ class Settings:
             listen=listen,
             health_listen=health,
             data_dir=os.path.expanduser(raw.required("data_dir")),
-            linger_ms=raw.integer("linger_ms", 0, LINGER_MS_MAX, "milliseconds"),
+            linger_ms=(
+                raw.integer("linger_ms", 0, LINGER_MS_MAX, "milliseconds")
+                if raw.optional("linger_ms") is not None
+                else limits.linger_ms_default
+                if bucket is not None
+                else limits.linger_ms_local_default
+            ),
             s3_endpoint=raw.url("s3_endpoint"),
             s3_bucket=bucket,
             s3_region=raw.matching("s3_region", _REGION, "a region name such as us-east-1"),

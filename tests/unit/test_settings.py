@@ -90,7 +90,7 @@ def test_nothing_configured_gives_the_documented_defaults() -> None:
     assert s.listen == Address("0.0.0.0", 8080)
     assert s.health_listen == Address("0.0.0.0", 9090)
     assert s.data_dir == "./okuri-data"
-    assert s.linger_ms == limits.linger_ms_default
+    assert s.linger_ms == limits.linger_ms_local_default
     assert s.s3_bucket is None and not s.uses_s3
     assert s.s3_region == "us-east-1"
     assert s.s3_prefix == ""
@@ -163,8 +163,13 @@ def test_every_option_has_a_flag_and_a_variable_of_the_same_name() -> None:
 def test_an_empty_variable_counts_as_unset() -> None:
     s = Settings.load({"OKURI_S3_BUCKET": "", "OKURI_LINGER_MS": " ", "OKURI_LISTEN": ""})
     assert s.s3_bucket is None
-    assert s.linger_ms == limits.linger_ms_default
+    assert s.linger_ms == limits.linger_ms_local_default
     assert s.listen == Address("0.0.0.0", 8080)
+
+
+def test_linger_defaults_to_the_s3_cost_window_only_on_s3() -> None:
+    assert Settings.load({"OKURI_S3_BUCKET": "b"}).linger_ms == limits.linger_ms_default
+    assert Settings.load({"OKURI_S3_BUCKET": "b", "OKURI_LINGER_MS": "20"}).linger_ms == 20
 
 
 # --- one-line errors --------------------------------------------------------------------------
