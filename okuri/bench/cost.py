@@ -21,6 +21,7 @@ from typing import Any
 from okuri.clock import LoopClock
 from okuri.engine import Engine, SendRequest
 from okuri.sim.loop import run_virtual
+from okuri.sim.world import EPOCH_MS
 from okuri.store.counting import CountingStore
 from okuri.store.memory import Faults, MemoryStore
 
@@ -29,7 +30,6 @@ GET_CLASS_USD_PER_MILLION = 0.40
 READ_MS_MEDIAN = 15.0
 WRITE_MS_MEDIAN = 30.0
 LATENCY_SIGMA = 0.5
-EPOCH_MS = 1_767_225_600_000
 QUEUE = "bench"
 
 

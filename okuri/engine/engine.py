@@ -20,6 +20,7 @@ from okuri.core.state import QueueAttrs, QueueState, encode_state
 from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.queue import QueueRuntime
+from okuri.engine.retry import backoff, retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import (
     Ambiguous,
@@ -95,7 +96,7 @@ class Engine:
                     ) from None
                 return existing
             except Transient:
-                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
+                await backoff(self.clock, attempt)
                 continue
             self.runtime(name)._install(fresh, etag)
             return fresh
@@ -111,39 +112,33 @@ class Engine:
         return rt
 
     async def get_queue(self, name: str) -> QueueState:
+        """The queue's manifest, read fresh from the bucket."""
         return await self.runtime(name).refresh()
+
+    async def cached_queue(self, name: str) -> QueueState:
+        """The queue's manifest as this node last saw it (read only if never seen): for the
+        hot path, where a stale copy is harmless because every write is a CAS."""
+        return await self.runtime(name).current()
 
     async def list_queues(self, prefix: str = "", limit: int = 1000, after: str = "") -> list[str]:
         """Queue names starting with `prefix`, in order, after the name `after`."""
         names: list[str] = []
         after = keys.manifest(after) if after else ""
         for _ in range(1000):
-            page = await self._retry_list(keys.MANIFESTS + prefix, after)
+            page = await retrying(
+                self.clock,
+                lambda a=after: self.store.list(keys.MANIFESTS + prefix, a, 1000),  # type: ignore[misc]
+            )
             names.extend(keys.queue_of_manifest(k) for k in page)
             if len(page) < 1000 or len(names) >= limit:
                 break
             after = page[-1]
         return names[:limit]
 
-    async def _retry_list(self, prefix: str, after: str) -> list[str]:
-        for attempt in range(limits.put_attempts_max):
-            try:
-                return await self.store.list(prefix, after, 1000)
-            except Transient:
-                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
-        raise Unavailable("object store unavailable")
-
     async def delete_queue(self, name: str) -> None:
         rt = self.runtime(name)
         await rt.refresh()
-        for attempt in range(limits.put_attempts_max):
-            try:
-                await self.store.delete(keys.manifest(name))
-                break
-            except (Transient, Ambiguous):
-                await self.clock.sleep(min(2.0, 0.01 * 2**attempt))
-        else:
-            raise Unavailable("object store unavailable")
+        await retrying(self.clock, lambda: self.store.delete(keys.manifest(name)))
         rt._forget()
         rt.spawn(rt.sweep())
 

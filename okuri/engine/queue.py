@@ -48,6 +48,7 @@ from okuri.core.transitions import (
     next_expiry_ms,
 )
 from okuri.engine.batching import Batcher
+from okuri.engine.retry import backoff, retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import (
     Ambiguous,
@@ -137,17 +138,10 @@ class QueueRuntime:
         task.add_done_callback(lambda t: self._tasks.pop(t, None))
 
     async def _backoff(self, attempt: int) -> None:
-        cap = min(limits.backoff_ms_max, limits.backoff_ms_base * (2**attempt))
-        await self.clock.sleep(self.clock.random().uniform(0, cap) / 1000)
+        await backoff(self.clock, attempt)
 
     async def _retry(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Retry a read (or an idempotent delete) through transient failures, within bounds."""
-        for attempt in range(limits.put_attempts_max):
-            try:
-                return await fn()
-            except (Transient, Conflict, Ambiguous):
-                await self._backoff(attempt)
-        raise Unavailable("object store unavailable")
+        return await retrying(self.clock, fn)
 
     async def _get(self, key: str) -> Blob:
         return await self._retry(lambda: self.store.get(key))
@@ -395,7 +389,7 @@ class QueueRuntime:
             except (Ambiguous, Conflict):
                 # A lost reply, or a racing create (409): the slot may hold ours, another's, or
                 # nothing. Skipping an empty slot would leave a gap that hides every later one.
-                mine = await self._slot_holds(key, segment.sid)
+                mine = await self._slot_holds(inc, slot, segment.sid)
                 if mine is None:
                     await self._backoff(attempt)
                     continue
@@ -414,16 +408,10 @@ class QueueRuntime:
             slot = max(st.next_seq, self.head_hint)
         raise Unavailable(f"could not append to {self.name!r}: too much contention")
 
-    async def _slot_holds(self, key: str, sid: str) -> bool | None:
+    async def _slot_holds(self, inc: str, slot: int, sid: str) -> bool | None:
         """Whose segment is in a slot after an ambiguous write: ours, another's, or none."""
-        try:
-            blob = await self._get(key)
-        except NotFound:
-            return None
-        try:
-            return decode_segment(blob.data).sid == sid
-        except SegmentCorrupt:
-            return False
+        seg = await self._read_slot(inc, slot)
+        return None if seg is None else seg.sid == sid
 
     async def _verify_slot(self, slot: int, sid: str) -> bool:
         """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot."""
@@ -447,13 +435,7 @@ class QueueRuntime:
         return lo
 
     async def _slot_exists(self, inc: str, seq: int) -> bool:
-        if self.engine.cache.get((self.name, inc, seq)) is not None:
-            return True
-        try:
-            await self._get(keys.segment(self.name, inc, seq))
-        except NotFound:
-            return False
-        return True
+        return await self._read_slot(inc, seq) is not None
 
     # --- discovery ---------------------------------------------------------------------------
 

@@ -171,13 +171,15 @@ class SqsActions:
     ) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         names = p.get("AttributeNames") or []
-        st = await self.engine.get_queue(name)
-        if not names:
-            return {}
         counts = (0, 0, 0)
         if COUNT_ATTRIBUTES & set(names):
-            c = await self.engine.counts(name)
+            c = await self.engine.counts(name)  # reads the manifest fresh...
             counts = (c.visible, c.in_flight, c.delayed)
+            st = await self.engine.cached_queue(name)  # ...so this one need not
+        else:
+            st = await self.engine.get_queue(name)
+        if not names:
+            return {}
         rendered = qa.render_queue_attributes(
             st.attrs,
             names,
@@ -242,7 +244,7 @@ class SqsActions:
         return request, md5s
 
     async def _queue_attrs(self, name: str) -> QueueAttrs:
-        return (await self.engine.runtime(name).current()).attrs
+        return (await self.engine.cached_queue(name)).attrs
 
     async def send_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])

@@ -8,9 +8,8 @@ import random
 from okuri.clock import LoopClock
 from okuri.engine import Engine, SendRequest
 from okuri.sim.loop import run_virtual
+from okuri.sim.world import EPOCH_MS
 from okuri.store.memory import Faults, MemoryStore
-
-EPOCH_MS = 1_767_225_600_000
 
 
 async def _two_days(rate_per_s: float) -> tuple[list[int], list[int], int, int]:

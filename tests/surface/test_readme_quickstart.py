@@ -36,28 +36,25 @@ def environment(server: ServerProcess) -> dict[str, str]:
     }
 
 
-def test_readme_cli_quickstart_runs_unchanged(sqs_server: ServerProcess) -> None:
-    script = block("quickstart-cli")
+def run(command: list[str], server: ServerProcess) -> str:
+    """Run a README block as a reader would; its standard output."""
     proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        env=environment(sqs_server),
+        command,
+        env=environment(server),
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "hello from okuri" in proc.stdout
+    return proc.stdout
+
+
+def test_readme_cli_quickstart_runs_unchanged(sqs_server: ServerProcess) -> None:
+    out = run(["bash", "-euo", "pipefail", "-c", block("quickstart-cli")], sqs_server)
+    assert "hello from okuri" in out
 
 
 def test_readme_boto3_quickstart_runs_unchanged(sqs_server: ServerProcess) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", block("quickstart-boto3")],
-        env=environment(sqs_server),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "hello from boto3" in proc.stdout
+    out = run([sys.executable, "-c", block("quickstart-boto3")], sqs_server)
+    assert "hello from boto3" in out

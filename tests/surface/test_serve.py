@@ -22,7 +22,7 @@ from okuri.engine import Engine, SendRequest
 from okuri.store.local import LocalStore
 
 if TYPE_CHECKING:
-    from tests.surface.conftest import Launch, RunToExit, ServerProcess
+    from tests.surface.conftest import Launch, Response, RunToExit, ServerProcess
 
 S3_KEY_ID = S3_SECRET = "testing"
 
@@ -71,18 +71,22 @@ def test_serve_from_environment_is_live_ready_and_exposes_metrics(launch: Launch
     assert "store: local directory" in server.log
 
 
-def test_main_listener_refuses_unsigned_requests_in_the_sqs_error_shape(launch: Launch) -> None:
-    server = launch()
-    server.wait_for("/readyz")
-    response = server.request(
+def unsigned_create_queue(server: ServerProcess, name: str) -> Response:
+    return server.request(
         "POST",
         "/",
-        body=b'{"QueueName": "jobs"}',
+        body=json.dumps({"QueueName": name}).encode(),
         headers={
             "Content-Type": "application/x-amz-json-1.0",
             "X-Amz-Target": "AmazonSQS.CreateQueue",
         },
     )
+
+
+def test_main_listener_refuses_unsigned_requests_in_the_sqs_error_shape(launch: Launch) -> None:
+    server = launch()
+    server.wait_for("/readyz")
+    response = unsigned_create_queue(server, "jobs")
     assert response.status == 403
     assert response.headers["content-type"].startswith("application/x-amz-json-1.0")
     assert response.headers["x-amzn-query-error"] == "MissingAuthenticationToken;Sender"
@@ -97,15 +101,7 @@ def test_main_listener_refuses_unsigned_requests_in_the_sqs_error_shape(launch: 
 def test_auth_off_serves_unsigned_requests(launch: Launch) -> None:
     server = launch({"OKURI_AUTH": "off"})
     server.wait_for("/readyz")
-    response = server.request(
-        "POST",
-        "/",
-        body=b'{"QueueName": "open"}',
-        headers={
-            "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": "AmazonSQS.CreateQueue",
-        },
-    )
+    response = unsigned_create_queue(server, "open")
     assert response.status == 200
     assert json.loads(response.body)["QueueUrl"].endswith("/000000000000/open")
 

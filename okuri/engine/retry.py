@@ -1,0 +1,28 @@
+"""Bounded retries with jittered backoff: the one way the engine waits out a flaky store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.errors import Ambiguous, Conflict, Transient, Unavailable
+
+T = TypeVar("T")
+
+
+async def backoff(clock: Clock, attempt: int) -> None:
+    """Sleep a random share of an exponentially growing, capped window (full jitter)."""
+    cap = min(limits.backoff_ms_max, limits.backoff_ms_base * (2**attempt))
+    await clock.sleep(clock.random().uniform(0, cap) / 1000)
+
+
+async def retrying(clock: Clock, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Retry a read (or an idempotent write) through transient failures, within bounds."""
+    for attempt in range(limits.put_attempts_max):
+        try:
+            return await fn()
+        except (Transient, Conflict, Ambiguous):
+            await backoff(clock, attempt)
+    raise Unavailable("object store unavailable")
