@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,18 +26,23 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.servers import (  # noqa: E402  (after the sys.path fix)
+    BIND_ATTEMPTS,
+    START_S,
+    Launch,
+    RunToExit,
+    ServerProcess,
+    clean_environ,
+    free_port,
+    spawn,
+    start_server,
+)
+
 S3_REGION = "us-east-1"
 S3_KEY_ID = "testing"
 S3_SECRET = "testing"
 MOTO_START_S = 30.0
 MOTO_STOP_S = 10.0
-
-
-def free_port() -> int:
-    """A port nothing listens on right now (another process could still take it; rare)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _answers(url: str) -> bool:
@@ -118,3 +123,101 @@ def s3_store_args(moto_s3_endpoint: str, s3_bucket: str) -> dict[str, Any]:
         "access_key_id": S3_KEY_ID,
         "secret_access_key": S3_SECRET,
     }
+
+
+# --- real okuri servers (helpers in tests/servers.py) -------------------------------------
+
+
+@pytest.fixture
+def run_to_exit(tmp_path: Path) -> RunToExit:
+    """Run `okuri serve` expecting it to give up on its own (bad settings, unusable store).
+
+    Free ports and a fresh data dir are filled in unless `env` names its own.
+    """
+
+    def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        defaults = {
+            "OKURI_DATA_DIR": str(tmp_path / "data"),
+            "OKURI_LISTEN": f"127.0.0.1:{free_port()}",
+            "OKURI_HEALTH_LISTEN": f"127.0.0.1:{free_port()}",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "okuri.server.cli", "serve"],
+            env={**clean_environ(), **defaults, **env},
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=START_S,
+        )
+
+    return run
+
+
+@pytest.fixture
+def launch(tmp_path: Path) -> Iterator[Launch]:
+    """Start `okuri serve` on free 127.0.0.1 ports with a fresh data dir; waits for /healthz."""
+    started: list[ServerProcess] = []
+
+    def start(env: dict[str, str] | None = None) -> ServerProcess:
+        env = {"OKURI_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+        log_path = tmp_path / f"okuri-{len(started)}.log"
+        for _ in range(BIND_ATTEMPTS):
+            port, health_port = free_port(), free_port()
+            env = {
+                **env,
+                "OKURI_LISTEN": f"127.0.0.1:{port}",
+                "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health_port}",
+            }
+            server = ServerProcess(
+                spawn(env, log_path),
+                f"http://127.0.0.1:{port}",
+                f"http://127.0.0.1:{health_port}",
+                log_path,
+                env,
+            )
+            started.append(server)
+            deadline = time.monotonic() + START_S
+            while time.monotonic() < deadline and server.proc.poll() is None:
+                try:
+                    if server.get("/healthz").status == 200:
+                        return server
+                except (urllib.error.URLError, OSError):
+                    pass
+                time.sleep(0.05)
+            if server.proc.poll() is None or "cannot listen" not in server.log:
+                break
+        pytest.fail(f"okuri did not come up (exit {server.proc.poll()}):\n{server.log[-3000:]}")
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.kill()
+
+
+@pytest.fixture(scope="module", params=["local", "s3"])
+def sqs_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp(f"sqs-{request.param}")
+    if request.param == "local":
+        env = {"OKURI_DATA_DIR": str(tmp / "data")}
+    else:
+        endpoint = request.getfixturevalue("moto_s3_endpoint")
+        bucket = f"okuri-{uuid.uuid4().hex[:12]}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=bucket)
+        env = {
+            "OKURI_S3_ENDPOINT": endpoint,
+            "OKURI_S3_BUCKET": bucket,
+            "OKURI_S3_ACCESS_KEY_ID": "testing",
+            "OKURI_S3_SECRET_ACCESS_KEY": "testing",
+        }
+    srv = start_server(tmp, env)
+    yield srv
+    srv.terminate()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.surface.conftest import SQS_KEY, SQS_SECRET, ServerProcess
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -22,7 +22,7 @@ from okuri.engine import Engine, SendRequest
 from okuri.store.local import LocalStore
 
 if TYPE_CHECKING:
-    from tests.surface.conftest import Launch, Response, RunToExit, ServerProcess
+    from tests.servers import Launch, Response, RunToExit, ServerProcess
 
 S3_KEY_ID = S3_SECRET = "testing"
 

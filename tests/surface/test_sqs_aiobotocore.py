@@ -18,9 +18,9 @@ import pytest
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession
 
-from tests.surface.conftest import SQS_KEY as KEY
-from tests.surface.conftest import SQS_SECRET as SECRET
-from tests.surface.conftest import ServerProcess
+from tests.servers import SQS_KEY as KEY
+from tests.servers import SQS_SECRET as SECRET
+from tests.servers import ServerProcess
 
 RECEIVE_ROUNDS_MAX = 5  # bounded re-polls while collecting a batch that lands in pieces
 LONG_POLL_S = 10

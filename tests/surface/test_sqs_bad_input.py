@@ -26,9 +26,9 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from tests.surface.conftest import SQS_KEY as KEY
-from tests.surface.conftest import SQS_SECRET as SECRET
-from tests.surface.conftest import Response, ServerProcess, http
+from tests.servers import SQS_KEY as KEY
+from tests.servers import SQS_SECRET as SECRET
+from tests.servers import Response, ServerProcess, http
 
 AWS_JSON = "application/x-amz-json-1.0"
 REGION = "us-east-1"

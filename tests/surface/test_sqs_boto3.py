@@ -16,9 +16,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.surface.conftest import SQS_KEY as KEY
-from tests.surface.conftest import SQS_SECRET as SECRET
-from tests.surface.conftest import ServerProcess, http
+from tests.servers import SQS_KEY as KEY
+from tests.servers import SQS_SECRET as SECRET
+from tests.servers import ServerProcess, http
 
 
 def _client(server: ServerProcess, **kw: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.surface.conftest import SQS_KEY, SQS_SECRET, ServerProcess
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess
 
 AWS = shutil.which("aws") or str(Path(sys.executable).with_name("aws"))
 

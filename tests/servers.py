@@ -1,0 +1,161 @@
+"""Real `okuri serve` processes for tests: start, wait, talk to, stop by pid.
+
+The server is configured only through environment variables, as a container would configure it.
+Every process a test starts is stopped by its own pid at teardown, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import pytest
+
+START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
+STOP_S = 10.0
+BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode()
+
+
+def http(
+    method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return Response(r.status, {k.lower(): v for k, v in r.headers.items()}, r.read())
+    except urllib.error.HTTPError as err:
+        return Response(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
+
+
+def clean_environ() -> dict[str, str]:
+    """The test process's environment minus any OKURI_* a developer's shell may have set."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("OKURI_")}
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen[bytes]
+    url: str
+    health_url: str
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def get(self, path: str) -> Response:
+        """A GET on the health listener."""
+        return http("GET", self.health_url + path)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """A request to the main (SQS) listener."""
+        return http(method, self.url + path, body, headers)
+
+    def wait_for(self, path: str, status: int = 200, timeout_s: float = START_S) -> Response:
+        """Poll the health listener until `path` answers `status`; fail with the server's log."""
+        deadline = time.monotonic() + timeout_s
+        last: Response | str = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"okuri exited with {self.proc.returncode}:\n{self.log[-3000:]}")
+            try:
+                last = self.get(path)
+                if last.status == status:
+                    return last
+            except (urllib.error.URLError, OSError) as err:
+                last = repr(err)
+            time.sleep(0.05)
+        pytest.fail(f"{path} did not answer {status} in {timeout_s} s ({last}):\n{self.log}")
+
+    def terminate(self, timeout_s: float = STOP_S) -> int:
+        """SIGTERM this pid only; the exit code (SIGKILL and a failure if it will not stop)."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"okuri did not stop within {timeout_s} s of SIGTERM:\n{self.log}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=STOP_S)
+
+
+def spawn(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "okuri.server.cli", "serve"],
+            env={**clean_environ(), **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+class Launch(Protocol):
+    def __call__(self, env: dict[str, str] | None = None) -> ServerProcess: ...
+
+
+class RunToExit(Protocol):
+    def __call__(self, env: dict[str, str]) -> subprocess.CompletedProcess[str]: ...
+
+
+# --- one real server per store for the SQS surface suites -----------------------------------
+
+SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"
+
+
+def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
+    port, health = free_port(), free_port()
+    env = {
+        "OKURI_LISTEN": f"127.0.0.1:{port}",
+        "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
+        "OKURI_ACCESS_KEY_ID": SQS_KEY,
+        "OKURI_SECRET_ACCESS_KEY": SQS_SECRET,
+        "OKURI_LINGER_MS": "10",
+        **env,
+    }
+    server = ServerProcess(
+        spawn(env, tmp / "okuri.log"),
+        f"http://127.0.0.1:{port}",
+        f"http://127.0.0.1:{health}",
+        tmp / "okuri.log",
+        env,
+    )
+    server.wait_for("/readyz")
+    return server
