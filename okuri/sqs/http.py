@@ -1,8 +1,10 @@
-"""The SQS listener: AWS JSON 1.0 over HTTP, every request SigV4-verified.
+"""The SQS listener: AWS JSON 1.0 and the legacy query protocol over HTTP, SigV4-verified.
 
-One request: read the body (bounded), verify the signature, find the action in X-Amz-Target,
-check the request's shape, run the action, answer JSON. Every failure on the way becomes an
-SQS-shaped error (okuri.sqs.errors); nothing a client sends can produce a traceback.
+One request: read the body (bounded), tell the protocol (a JSON request names its action in
+X-Amz-Target; a query request is form-encoded or carries `Action=` in its URL), verify the
+signature, decode the members, check the request's shape, run the action, answer in the
+request's protocol. Every failure on the way becomes an SQS-shaped error in that protocol
+(okuri.sqs.errors); nothing a client sends can produce a traceback.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from aiohttp import web
@@ -17,6 +20,7 @@ from aiohttp import web
 from okuri import __version__
 from okuri.clock import Clock
 from okuri.errors import OkuriError
+from okuri.sqs import query
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.errors import SqsError, from_okuri
 from okuri.sqs.shapes import ACTIONS, UNSUPPORTED, check_request
@@ -42,7 +46,14 @@ def _respond(
     )
 
 
-def error_response(err: SqsError, request_id: str) -> web.Response:
+def error_response(err: SqsError, request_id: str, is_query: bool = False) -> web.Response:
+    if is_query:
+        return web.Response(
+            status=err.status,
+            body=query.error_response(err, request_id),
+            content_type=query.CONTENT_TYPE,
+            headers={"x-amzn-RequestId": request_id},
+        )
     return _respond(err.status, err.body(), request_id, {"x-amzn-query-error": err.query_error})
 
 
@@ -83,6 +94,7 @@ class SqsHttp:
     async def handle(self, request: web.Request) -> web.Response:
         request_id = self.clock.new_id()
         action = "Unknown"
+        is_query = False
         try:
             if (
                 request.method in ("GET", "HEAD")
@@ -93,6 +105,12 @@ class SqsHttp:
                     body=orjson.dumps({"service": "okuri", "version": __version__}),
                     content_type="application/json",
                 )
+            is_query = query.is_query(
+                request.method,
+                request.content_type,
+                request.rel_url.query,
+                "X-Amz-Target" in request.headers,
+            )
             try:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:
@@ -100,34 +118,65 @@ class SqsHttp:
                     "RequestEntityTooLarge", "The request body is too large.", 413
                 ) from None
             caller = self._authenticate(request, body)
-            action = self._action(request)
-            try:
-                params = orjson.loads(body) if body.strip() else {}
-            except orjson.JSONDecodeError:
-                raise SqsError(
-                    "SerializationException", "The request body is not valid JSON."
-                ) from None
+            if is_query:
+                action, params = self._query_request(request, body)
+            else:
+                action = self._action(request)
+                params = self._json_members(body)
             params = check_request(action, params)
             result = await self.actions.dispatch(action, params, request.host, caller)
             self._count(action, "ok")
+            if is_query:
+                return web.Response(
+                    body=query.response(action, result, request_id),
+                    content_type=query.CONTENT_TYPE,
+                    headers={"x-amzn-RequestId": request_id},
+                )
             return _respond(200, result, request_id)
         except SqsError as err:
             self._count(action, err.code)
-            return error_response(err, request_id)
+            return error_response(err, request_id, is_query)
         except AuthError as err:
             self._count(action, err.code)
-            return error_response(SqsError(err.code, err.message, err.status), request_id)
+            return error_response(SqsError(err.code, err.message, err.status), request_id, is_query)
         except OkuriError as err:
             sqs = from_okuri(err)
             self._count(action, sqs.code)
-            return error_response(sqs, request_id)
+            return error_response(sqs, request_id, is_query)
         except Exception:
             log.exception("request %s (%s) failed", request_id, action)
             self._count(action, "InternalFailure")
             return error_response(
                 SqsError("InternalFailure", "The request could not be processed.", 500, False),
                 request_id,
+                is_query,
             )
+
+    @staticmethod
+    def _json_members(body: bytes) -> Any:
+        try:
+            return orjson.loads(body) if body.strip() else {}
+        except orjson.JSONDecodeError:
+            raise SqsError(
+                "SerializationException", "The request body is not valid JSON."
+            ) from None
+
+    def _query_request(self, request: web.Request, body: bytes) -> tuple[str, dict[str, Any]]:
+        """The action and JSON-equivalent members of a query request (URL and form merged)."""
+        try:
+            form = body.decode() if request.content_type == query.FORM_TYPE else ""
+        except UnicodeDecodeError:
+            raise SqsError("MalformedQueryString", "The request body is not UTF-8.") from None
+        pairs = [
+            *parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
+            *parse_qsl(form, keep_blank_values=True),
+        ]
+        action = query.action_of(pairs)
+        if not action:
+            raise SqsError("MissingAction", "The request must contain the parameter Action.")
+        self._check_action(action)
+        base = self.actions.public_url or f"{request.scheme}://{request.host}"
+        return action, query.decode(action, pairs, request.path, base)
 
     def _authenticate(self, request: web.Request, body: bytes) -> str:
         if self.secrets is None:
@@ -144,22 +193,20 @@ class SqsHttp:
     def _action(self, request: web.Request) -> str:
         target = request.headers.get("X-Amz-Target", "")
         if not target:
-            if request.content_type == "application/x-www-form-urlencoded" or request.query_string:
-                raise SqsError(
-                    "UnsupportedOperation",
-                    "The query protocol is not supported yet; use a current AWS SDK "
-                    "(AWS JSON 1.0).",
-                )
             raise SqsError("MissingAction", "The request must contain the header X-Amz-Target.")
         action = target.removeprefix(TARGET_PREFIX)
         if action == target or not action:
             raise SqsError(
                 "InvalidAction", f"The action {target[:100]} is not valid for this endpoint."
             )
+        self._check_action(action)
+        return action
+
+    @staticmethod
+    def _check_action(action: str) -> None:
         if action in UNSUPPORTED:
             raise SqsError("UnsupportedOperation", f"{action} is not supported by okuri.")
         if action not in ACTIONS:
             raise SqsError(
                 "InvalidAction", f"The action {action[:100]} is not valid for this endpoint."
             )
-        return action
