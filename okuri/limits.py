@@ -19,6 +19,9 @@ queue_name_chars_max = 80
 visibility_s_default = 30
 retention_s_default = 4 * 24 * 60 * 60
 dedup_window_s = 5 * 60
+# How long a message being copied to its dead-letter queue stays leased, whatever visibility
+# the receive asked for: long enough for the copy to land, short enough to retry a crashed one.
+dead_letter_hold_ms = 60_000
 dedup_entries_max = 100_000
 
 # Engine batching and bounds.

@@ -227,8 +227,13 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
                 continue
             taken.add((seg.seq, idx))
             grant = Grant(seg.seq, idx, receives + 1, first_ms or now_ms)
-            seg.leases[idx] = (grant.epoch, now_ms + op.visibility_ms, grant.first_receive_ms)
-            if mrc is not None and receives >= mrc:
+            is_dead = mrc is not None and receives >= mrc
+            # A dead grant is held while its copy lands in the dead-letter queue; a zero
+            # visibility would let every retry of a long poll re-lease it and copy it again.
+            hold_ms = limits.dead_letter_hold_ms if is_dead else 0
+            until = now_ms + max(op.visibility_ms, hold_ms)
+            seg.leases[idx] = (grant.epoch, until, grant.first_receive_ms)
+            if is_dead:
                 dead.append(grant)
                 if len(dead) >= op.max_messages:
                     break

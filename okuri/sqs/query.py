@@ -111,6 +111,8 @@ def _tree(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
 
 def _ordered(node: Any, name: str) -> list[Any]:
     """The items of a `Name.N` group in N order; N counts from 1."""
+    if node == "":
+        return []  # a bare `Name=` is how query serializers send an empty list
     if not isinstance(node, dict):
         raise invalid(f"The parameter {name} must be given as {name}.N.")
     items: list[tuple[int, Any]] = []
@@ -181,6 +183,8 @@ def decode(
         tree.pop(name, None)
     entry_element = f"{action}RequestEntry" if action in BATCH_ACTIONS else None
     params = _members(tree, entry_element)
+    if entry_element is not None:
+        params.setdefault("Entries", [])  # an empty list may be left out: EmptyBatchRequest
     if action == "CreateQueue" and "Tags" in params:
         params["tags"] = params.pop("Tags")  # the one action whose JSON member is lower-case
     if "QueueUrl" not in params and path.strip("/").count("/") == 1:

@@ -242,7 +242,7 @@ def test_batches_report_successes_and_failures_in_xml(sqs_server: ServerProcess)
         duplicate[f"DeleteMessageBatchRequestEntry.{i}.ReceiptHandle"] = handles[0]
     error(send(sqs_server, duplicate), 400, "AWS.SimpleQueueService.BatchEntryIdsNotDistinct")
     empty = {"Action": "DeleteMessageBatch", "QueueUrl": url}
-    error(send(sqs_server, empty), 400, "MissingParameter")
+    error(send(sqs_server, empty), 400, "AWS.SimpleQueueService.EmptyBatchRequest")
 
 
 def test_get_requests_and_presigned_urls(sqs_server: ServerProcess) -> None:

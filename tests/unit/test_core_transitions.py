@@ -389,17 +389,31 @@ def test_message_past_max_receive_count_is_leased_as_dead_not_granted() -> None:
     assert out.state.segments == {}
 
 
+def test_a_dead_grant_is_held_whatever_visibility_the_receive_asked_for() -> None:
+    st = adopt(fresh(max_receive_count=1), 1)
+    st, res = lease(st, T0, vis=0)
+    assert len(res.granted) == 1
+    st, res = lease(st, T0 + 1, vis=0)
+    assert res.dead == (Grant(0, 0, 2, T0),)
+    # a long poll retrying at once must not lease (and so copy) the same message again
+    _, again = lease(st, T0 + 2, vis=0)
+    assert again.granted == () and again.dead == ()
+    _, later = lease(st, T0 + 1 + limits.dead_letter_hold_ms, vis=0)
+    assert later.dead == (Grant(0, 0, 3, T0),)
+
+
 def test_mark_dead_with_a_stale_epoch_is_refused() -> None:
     st = adopt(fresh(max_receive_count=1), 1)
     st, _ = lease(st, T0, vis=1_000)
     st, res = lease(st, T0 + 1_000, vis=1_000)
     assert res.dead == (Grant(0, 0, 2, T0),)
-    st, again = lease(st, T0 + 2_000, vis=1_000)  # the move did not finish in time
+    retry_at = T0 + 1_000 + limits.dead_letter_hold_ms  # the move did not finish in time
+    st, again = lease(st, retry_at, vis=1_000)
     assert again.dead == (Grant(0, 0, 3, T0),)
-    out = step(st, T0 + 2_001, MarkDead(0, 0, 2))
+    out = step(st, retry_at + 1, MarkDead(0, 0, 2))
     assert out.results == [False]
     assert not out.changed
-    assert step(st, T0 + 2_001, MarkDead(0, 0, 3)).results == [True]
+    assert step(st, retry_at + 1, MarkDead(0, 0, 3)).results == [True]
 
 
 def test_without_max_receive_count_a_message_is_never_dead() -> None:

@@ -179,3 +179,15 @@ def test_error_documents() -> None:
     assert root.findtext("s:RequestId", namespaces=NS) == "rid"
     server = ET.fromstring(query.error_response(SqsError("InternalFailure", "x", 500, False), "r"))
     assert server.findtext("s:Error/s:Type", namespaces=NS) == "Receiver"
+
+
+def test_an_empty_or_missing_batch_is_an_empty_entries_list() -> None:
+    assert decode("SendMessageBatch", {"QueueUrl": "u", "SendMessageBatchRequestEntry": ""}) == {
+        "QueueUrl": "u",
+        "Entries": [],
+    }
+    assert decode("DeleteMessageBatch", {"QueueUrl": "u"}) == {"QueueUrl": "u", "Entries": []}
+    assert decode("GetQueueAttributes", {"QueueUrl": "u", "AttributeName": ""}) == {
+        "QueueUrl": "u",
+        "AttributeNames": [],
+    }
