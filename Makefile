@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs
+.PHONY: serve test check lint install dst bench-cost bench-sqs record clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,11 @@ serve: $(STAMP)
 	$(BIN)/okuri serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check okuri tests
+	$(BIN)/ruff check okuri tests compat
 	$(BIN)/lint-imports
 	$(BIN)/mypy okuri
 
-test: lint
+test: lint clients
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
 check: test
@@ -35,3 +35,46 @@ bench-sqs: $(STAMP)
 
 bench-cost: $(STAMP)
 	$(BIN)/okuri bench cost
+
+# Re-record every SDK session in compat/recordings/ from the real clients (compat/clients/);
+# `make record CLIENTS=boto3` for some. A client whose program is not built is skipped, saying so.
+record: $(STAMP) clients
+	$(BIN)/python -m compat.record $(CLIENTS)
+
+# The SDK scenario programs of compat/clients/ that tests/compat/test_live_clients.py and `make
+# record` run: aws-sdk-js v3 from npm, and aws-sdk-go v1 and v2 built in GOPATH mode against
+# Debian's packaged sources (installed with apt-get when missing). Quick when nothing changed.
+JS_CLIENT := compat/clients/js
+GO_CLIENT := compat/clients/go
+GOCODE := /usr/share/gocode
+GO_PACKAGES := golang-go golang-github-aws-aws-sdk-go-dev golang-github-aws-aws-sdk-go-v2-dev
+GO_SDKS := /usr/bin/go \
+	$(GOCODE)/src/github.com/aws/aws-sdk-go/service/sqs/api.go \
+	$(GOCODE)/src/github.com/aws/aws-sdk-go-v2/service/sqs/api_client.go
+GO_BUILD := cd $(GO_CLIENT) && GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH=$(GOCODE) \
+	GOCACHE=$(CURDIR)/$(GO_CLIENT)/bin/.cache go build
+
+clients: $(JS_CLIENT)/node_modules/.package-lock.json $(GO_CLIENT)/bin/scenario-v1 \
+	$(GO_CLIENT)/bin/scenario-v2
+
+$(JS_CLIENT)/node_modules/.package-lock.json: $(JS_CLIENT)/package.json $(JS_CLIENT)/package-lock.json
+	@command -v npm >/dev/null || { echo "make clients: npm not found; install Node.js 20+ with npm" >&2; exit 1; }
+	cd $(JS_CLIENT) && npm ci --no-audit --no-fund
+	touch $@
+
+$(GO_SDKS) &:
+	@if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
+		echo "make clients: run as root or install sudo, or apt-get install $(GO_PACKAGES)" >&2; \
+		exit 1; fi; \
+	command -v apt-get >/dev/null || { \
+		echo "make clients: no apt-get; install Go and the Debian packages $(GO_PACKAGES)" >&2; \
+		exit 1; }; \
+	set -x; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		$(GO_PACKAGES) </dev/null
+	@for f in $(GO_SDKS); do [ -e $$f ] || { \
+		echo "make clients: $$f is still missing after installing $(GO_PACKAGES)" >&2; exit 1; }; done
+
+$(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SDKS)
+	$(GO_BUILD) -o bin/scenario-$* ./$*

@@ -10,15 +10,16 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.message import Message
 from okuri.core.state import QueueAttrs, QueueState, encode_state
 from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
+from okuri.engine.move_records import MoveTask
+from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.queue import QueueRuntime
 from okuri.engine.retry import backoff, retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -63,6 +64,7 @@ class Engine:
         self.cache = SegmentCache(limits.segment_cache_bytes_max)
         self.stats: Counter[str] = Counter()
         self._queues: dict[str, QueueRuntime] = {}
+        self.moves = MoveTasks(self)
 
     def runtime(self, name: str) -> QueueRuntime:
         validate_queue_name(name)
@@ -145,6 +147,13 @@ class Engine:
     async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
         await self.runtime(name).set_attributes(attrs)
 
+    async def update_attributes(
+        self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
+    ) -> QueueState:
+        """Atomically replace the queue's attributes by `change(current)` (which may raise to
+        refuse, and may run more than once); `touch` moves its LastModifiedTimestamp."""
+        return await self.runtime(name).update_attrs(change, touch)
+
     async def purge(self, name: str) -> None:
         await self.runtime(name).purge()
 
@@ -202,7 +211,12 @@ class Engine:
         return await self.runtime(name).change_visibility(entries)
 
     async def redrive(self, dlq: str, target: str | None = None, max_messages: int = 10_000) -> int:
-        """Move messages from a dead-letter queue back to where they came from."""
+        """Move messages from a dead-letter queue back to where they came from, now.
+
+        A message goes to `target`, else to the queue it was dead-lettered from, else (sent to
+        the dead-letter queue directly) to the queue the `-dlq` convention names. For the
+        tracked, paced, cancellable kind see `start_move_task`.
+        """
         source = self.runtime(dlq)
         moved = 0
         while moved < max_messages:
@@ -216,24 +230,31 @@ class Engine:
                 dest = target or d.message.dead_letter_source or dlq.removesuffix("-dlq")
                 by_target.setdefault(dest, []).append(d)
             for dest, deliveries in by_target.items():
-                rt = self.runtime(dest)
-                await rt.send_raw(
-                    [
-                        Message(
-                            id=d.message.id,
-                            body=d.message.body,
-                            sent_ms=self.clock.now_ms(),
-                            visible_at_ms=self.clock.now_ms(),
-                            attributes=d.message.attributes,
-                            system_attributes=d.message.system_attributes,
-                            group_id=d.message.group_id,
-                        )
-                        for d in deliveries
-                    ]
-                )
+                await move_messages(self, dest, deliveries)
             await source.ack([d.receipt_handle for d in batch])
             moved += len(batch)
         return moved
+
+    # --- dead-letter sources and move tasks (okuri.engine.move_tasks) ------------------------
+
+    async def dead_letter_sources(
+        self, dlq: str, limit: int, after: str = ""
+    ) -> tuple[list[str], str | None]:
+        """Queues that dead-letter to `dlq`, at most `limit`, after the name `after`; and where
+        to continue (None: no more)."""
+        return await self.moves.dead_letter_sources(dlq, limit, after)
+
+    async def start_move_task(
+        self, source: str, destination: str | None = None, rate: int | None = None
+    ) -> MoveTask:
+        """Start moving the messages of dead-letter queue `source` back (see MoveTasks.start)."""
+        return await self.moves.start(source, destination, rate)
+
+    async def list_move_tasks(self, source: str, limit: int = 1) -> list[MoveTask]:
+        return await self.moves.list_tasks(source, limit)
+
+    async def cancel_move_task(self, source: str, task_id: str) -> MoveTask:
+        return await self.moves.cancel(source, task_id)
 
     def cached_counts(self) -> dict[str, Counts]:
         """Approximate depths of the queues this node has touched, from cached manifests only.
@@ -249,11 +270,14 @@ class Engine:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Flush every pending send and commit, release unused leases (graceful shutdown)."""
+        """Stop this node's move tasks, flush every pending send and commit, release unused
+        leases (graceful shutdown)."""
+        await self.moves.close()
         await asyncio.gather(*(rt.close() for rt in self._queues.values()))
 
     def crash(self) -> None:
         """Drop everything in flight at once, as a killed process would (simulation only)."""
+        self.moves.crash()
         for rt in self._queues.values():
             rt.crash()
         self._queues.clear()

@@ -48,6 +48,7 @@ from okuri.core.transitions import (
     next_expiry_ms,
 )
 from okuri.engine.batching import Batcher
+from okuri.engine.move_records import dead_letter_target
 from okuri.engine.retry import backoff, retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import (
@@ -500,15 +501,21 @@ class QueueRuntime:
     # --- receiving ---------------------------------------------------------------------------
 
     async def receive(
-        self, max_messages: int, visibility_s: int | None, wait_s: int | None
+        self,
+        max_messages: int,
+        visibility_s: int | None,
+        wait_s: int | None,
+        lease_ahead: bool = True,
     ) -> list[Delivery]:
+        """Lease up to `max_messages`; `lease_ahead` off for a caller that is no consumer
+        loop (a move task), whose extra leases would only hide messages from others."""
         st = await self.current()
         vis_ms = (st.attrs.visibility_timeout_s if visibility_s is None else visibility_s) * 1000
         wait = st.attrs.receive_wait_s if wait_s is None else wait_s
         deadline = self.clock.monotonic_s() + wait
         while True:
             signal = self._signal
-            deliveries = await self._try_receive(max_messages, vis_ms)
+            deliveries = await self._try_receive(max_messages, vis_ms, lease_ahead)
             if deliveries:
                 return deliveries
             remaining = deadline - self.clock.monotonic_s()
@@ -527,7 +534,9 @@ class QueueRuntime:
             finally:
                 self.waiters -= 1
 
-    async def _try_receive(self, max_messages: int, vis_ms: int) -> list[Delivery]:
+    async def _try_receive(
+        self, max_messages: int, vis_ms: int, lease_ahead: bool = True
+    ) -> list[Delivery]:
         self._receive_calls.append(self.clock.monotonic_s())
         self._release_stale()
         if self.clock.monotonic_s() - self._last_sweep_s >= limits.sweep_interval_s:
@@ -540,7 +549,7 @@ class QueueRuntime:
                 await self.probe(want_messages=max_messages * 2)
             ops: list[Op] = [Lease(max_messages, vis_ms)]
             extra = self._lease_ahead_target(max_messages) - len(self.buffer)
-            if extra > 0 and vis_ms > 0:
+            if extra > 0 and vis_ms > 0 and lease_ahead:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
             results = await self.commit(ops)
             first = results[0]
@@ -696,7 +705,7 @@ class QueueRuntime:
         """Copy messages past maxReceiveCount to the dead-letter queue, then finish them here."""
         try:
             st = await self.current()
-            target = st.attrs.dead_letter_queue or f"{self.name}-dlq"
+            target = dead_letter_target(self.name, st.attrs) or f"{self.name}-dlq"
             deliveries = await self._materialize(grants)
             dlq = await self.engine.ensure_queue(target)
             await dlq.send_raw(
@@ -736,8 +745,59 @@ class QueueRuntime:
         except (QueueDoesNotExist, Unavailable) as err:
             log.warning("sweep of %s failed: %s", self.name, err)
 
+    async def _fresh(self) -> tuple[QueueState, str]:
+        """The manifest read now, with the etag to replace it by (a consistent pair: a read
+        older than this node's own last write leaves the newer copy installed)."""
+        await self.refresh()
+        assert self.state is not None
+        return self.state, self.etag
+
     async def set_attributes(self, attrs: QueueAttrs) -> None:
         await self.commit([SetAttributes(attrs)])
+
+    async def update_attrs(
+        self, change: Callable[[QueueAttrs], QueueAttrs], touch: bool
+    ) -> QueueState:
+        """Read the attributes, `change` them and write them back in one compare-and-swap.
+
+        Unlike `set_attributes`, whose value was computed from a read the commit may outlive,
+        `change` is applied to the manifest the CAS replaces, so concurrent read-modify-writes
+        (tags, move-task records, SetQueueAttributes) never undo each other. `change` may raise
+        to refuse; it may be called more than once. `touch` moves LastModifiedTimestamp; with it
+        off, an unchanged result writes nothing.
+        """
+        st, etag = await self._fresh()  # `change` judges from a fresh read, never the cache
+        for attempt in range(limits.commit_attempts_max):
+            attrs = change(st.attrs)
+            if attrs == st.attrs and not touch:
+                return st
+            token = self._next_token()
+            out = apply(st, self.clock.now_ms(), [SetAttributes(attrs)], token)
+            if not touch:
+                out.state.modified_ms = st.modified_ms
+            check_step(st, out.state)
+            try:
+                new_etag = await self.store.put_if_match(
+                    self.manifest_key, encode_state(out.state), etag
+                )
+            except (PreconditionFailed, Conflict, Transient) as err:
+                if attempt or not isinstance(err, PreconditionFailed):
+                    await self._backoff(attempt)
+                st, etag = await self._fresh()
+                continue
+            except NotFound:
+                self._forget()
+                raise QueueDoesNotExist(f"queue {self.name!r} does not exist") from None
+            except Ambiguous:
+                if not await self._landed(token):
+                    st, etag = await self._fresh()
+                    continue
+                self._after_commit(out)
+                return await self.current()
+            self._install(out.state, new_etag)
+            self._after_commit(out)
+            return out.state
+        raise Unavailable(f"could not update the attributes of {self.name!r}: too much contention")
 
     async def counts(self) -> Counts:
         st = await self.refresh()

@@ -1,16 +1,16 @@
-"""The fourteen SQS actions, on top of the engine.
+"""The SQS actions, on top of the engine.
 
 Each action takes the request's already shape-checked JSON members, applies SQS's own rules and
 limits, calls the engine, and returns the JSON members SQS answers with. Queues are named by
-URL; any URL whose last path segment is a queue's name reaches it, on every node.
+URL; any URL whose last path segment is a queue's name reaches it, on every node. The fourteen
+core actions are here; tags live in `okuri.sqs.tags`, dead-letter sources and message move tasks
+in `okuri.sqs.move_tasks`.
 """
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from okuri import limits
@@ -20,6 +20,7 @@ from okuri.engine.engine import QUEUE_NAME  # use fullmatch: "$" admits a traili
 from okuri.engine.types import SendResult
 from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sqs import messages as msg
+from okuri.sqs import move_tasks, paging, tags
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import SqsError, from_okuri, invalid, queue_does_not_exist
 
@@ -33,9 +34,20 @@ COUNT_ATTRIBUTES = frozenset(
     }
 )
 SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
-TAG_PREFIX = "tag:"
+TAG_PREFIX = tags.TAG_PREFIX
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
+Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
+# Actions implemented outside this module: each is given the SqsActions it serves.
+EXTENSIONS: dict[str, Extension] = {
+    "TagQueue": tags.tag_queue,
+    "UntagQueue": tags.untag_queue,
+    "ListQueueTags": tags.list_queue_tags,
+    "ListDeadLetterSourceQueues": move_tasks.list_dead_letter_source_queues,
+    "StartMessageMoveTask": move_tasks.start_message_move_task,
+    "ListMessageMoveTasks": move_tasks.list_message_move_tasks,
+    "CancelMessageMoveTask": move_tasks.cancel_message_move_task,
+}
 
 
 class SqsActions:
@@ -67,6 +79,14 @@ class SqsActions:
             "ChangeMessageVisibility": self.change_message_visibility,
             "ChangeMessageVisibilityBatch": self.change_message_visibility_batch,
         }
+        for action, extension in EXTENSIONS.items():
+            self._handlers[action] = self._bind(extension)
+
+    def _bind(self, extension: Extension) -> Handler:
+        async def handler(p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
+            return await extension(self, p, host, caller)
+
+        return handler
 
     async def dispatch(
         self, action: str, params: dict[str, Any], host: str, caller: str
@@ -104,12 +124,8 @@ class SqsActions:
         name = p["QueueName"]
         qa.validate_queue_name(name)
         given = p.get("Attributes") or {}
-        tags = p.get("tags") or {}
-        qa.validate_tags(tags)
         attrs = qa.parse_queue_attributes(given, None, for_create=True)
-        attrs = replace(
-            attrs, extra={**attrs.extra, **{TAG_PREFIX + k: v for k, v in tags.items()}}
-        )
+        attrs = tags.with_tags(attrs, tags.check_tags(p.get("tags") or {}))
         existing = await self._existing(name)
         if existing is not None:
             conflict = qa.create_conflict(given, existing.attrs)
@@ -131,31 +147,16 @@ class SqsActions:
 
     async def list_queues(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         prefix = p.get("QueueNamePrefix") or ""
-        max_results = p.get("MaxResults")
-        if max_results is not None and not 1 <= max_results <= 1000:
-            raise invalid(
-                f"Value {max_results} for parameter MaxResults is invalid. Reason: "
-                "MaxResults must be an integer between 1 and 1000."
-            )
-        after = ""
-        token = p.get("NextToken")
-        if token:
-            try:
-                after = base64.urlsafe_b64decode(token.encode()).decode()
-            except (ValueError, UnicodeDecodeError):
-                raise invalid("Invalid NextToken value.") from None
-            # okuri's tokens hold the last queue name listed; anything else must not reach the
-            # store (a control character there made moto's S3 answer unparseable XML).
-            if not QUEUE_NAME.fullmatch(after):
-                raise invalid("Invalid NextToken value.")
-        limit = max_results or 1000
+        max_results = paging.check_max_results(p.get("MaxResults"))
+        after = paging.decode_token(p.get("NextToken"))
+        limit = max_results or paging.list_results_max
         names = await self.engine.list_queues(prefix, limit + 1, after)
         out: dict[str, Any] = {}
         page = names[:limit]
         if page:
             out["QueueUrls"] = [self.queue_url(n, host) for n in page]
         if max_results is not None and len(names) > limit:
-            out["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+            out["NextToken"] = paging.encode_token(page[-1])
         return out
 
     async def delete_queue(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
@@ -195,9 +196,13 @@ class SqsActions:
         self, p: dict[str, Any], host: str, caller: str
     ) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
-        st = await self.engine.get_queue(name)
-        attrs = qa.parse_queue_attributes(p["Attributes"], st.attrs, for_create=False)
-        await self.engine.set_attributes(name, attrs)
+        # Applied to the manifest the write replaces, so a concurrent change to tags or to a
+        # move task's record is never undone by one computed from an older read.
+        await self.engine.update_attributes(
+            name,
+            lambda attrs: qa.parse_queue_attributes(p["Attributes"], attrs, for_create=False),
+            touch=True,
+        )
         return {}
 
     # --- sending -----------------------------------------------------------------------------
@@ -286,7 +291,7 @@ class SqsActions:
                 failed.append(_failure(entry_id, from_okuri(res)))
             else:
                 failed.append(_failure(entry_id, SqsError("InternalFailure", str(res), 500, False)))
-        return {"Successful": successful, "Failed": failed}
+        return _batch_result(successful, failed)
 
     # --- receiving ---------------------------------------------------------------------------
 
@@ -374,7 +379,7 @@ class SqsActions:
                 failed.append(_failure(entry["Id"], _bad_receipt(entry["ReceiptHandle"])))
             else:
                 successful.append({"Id": entry["Id"]})
-        return {"Successful": successful, "Failed": failed}
+        return _batch_result(successful, failed)
 
     async def change_message_visibility(
         self, p: dict[str, Any], host: str, caller: str
@@ -411,7 +416,7 @@ class SqsActions:
                 successful.append({"Id": entry["Id"]})
             else:
                 failed.append(_failure(entry["Id"], problem))
-        return {"Successful": successful, "Failed": failed}
+        return _batch_result(successful, failed)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -440,6 +445,11 @@ def _check_batch(entries: list[dict[str, Any]], entry_shape: str) -> None:
         if entry_id in seen:
             raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
         seen.add(entry_id)
+
+
+def _batch_result(successful: list[Any], failed: list[Any]) -> dict[str, Any]:
+    """SQS leaves `Failed` out of a batch answer when every entry succeeded."""
+    return {"Successful": successful, "Failed": failed} if failed else {"Successful": successful}
 
 
 def _failure(entry_id: str, err: SqsError) -> dict[str, Any]:

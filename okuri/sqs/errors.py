@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from okuri import errors
+from okuri.engine import move_records
 
 # Shape name -> the legacy (query protocol) code SQS sends in x-amzn-query-error.
 LEGACY_CODES = {
@@ -25,6 +26,7 @@ LEGACY_CODES = {
     "InvalidBatchEntryId": "AWS.SimpleQueueService.InvalidBatchEntryId",
     "BatchRequestTooLong": "AWS.SimpleQueueService.BatchRequestTooLong",
     "UnsupportedOperation": "AWS.SimpleQueueService.UnsupportedOperation",
+    "ResourceNotFoundException": "ResourceNotFoundException",  # not namespaced (recorded)
 }
 
 
@@ -64,6 +66,11 @@ def queue_does_not_exist() -> SqsError:
     return SqsError("QueueDoesNotExist", "The specified queue does not exist.")
 
 
+def resource_not_found(message: str) -> SqsError:
+    """The move-task actions' "no such thing" (HTTP 404, as SQS answers them: recorded)."""
+    return SqsError("ResourceNotFoundException", message, 404)
+
+
 def from_okuri(err: errors.OkuriError) -> SqsError:
     """Translate an engine error; anything unexpected is the server's fault, never a traceback."""
     match err:
@@ -86,6 +93,10 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
             return SqsError("ReceiptHandleIsInvalid", str(err))
         case errors.MessageNotInflight():
             return SqsError("MessageNotInflight", "Message is not in flight.")
+        case move_records.NotADeadLetterQueue() | move_records.MoveTaskActive():
+            return invalid(str(err))
+        case move_records.MoveTaskNotFound():
+            return resource_not_found(str(err))
         case errors.Unavailable() | errors.StoreError():
             return SqsError(
                 "ServiceUnavailable",

@@ -167,22 +167,23 @@ ACTIONS: dict[str, tuple[dict[str, Check], tuple[str, ...]]] = {
         },
         ("QueueUrl", "Entries"),
     ),
+    "TagQueue": ({"QueueUrl": string, "Tags": string_map}, ("QueueUrl", "Tags")),
+    "UntagQueue": ({"QueueUrl": string, "TagKeys": string_list}, ("QueueUrl", "TagKeys")),
+    "ListQueueTags": ({"QueueUrl": string}, ("QueueUrl",)),
+    "ListDeadLetterSourceQueues": (
+        {"QueueUrl": string, "NextToken": string, "MaxResults": integer},
+        ("QueueUrl",),
+    ),
+    "StartMessageMoveTask": (
+        {"SourceArn": string, "DestinationArn": string, "MaxNumberOfMessagesPerSecond": integer},
+        ("SourceArn",),
+    ),
+    "ListMessageMoveTasks": ({"SourceArn": string, "MaxResults": integer}, ("SourceArn",)),
+    "CancelMessageMoveTask": ({"TaskHandle": string}, ("TaskHandle",)),
 }
 
 # Actions SQS has that okuri does not serve: they answer UnsupportedOperation by name.
-UNSUPPORTED = frozenset(
-    {
-        "AddPermission",
-        "RemovePermission",
-        "TagQueue",
-        "UntagQueue",
-        "ListQueueTags",
-        "ListDeadLetterSourceQueues",
-        "StartMessageMoveTask",
-        "CancelMessageMoveTask",
-        "ListMessageMoveTasks",
-    }
-)
+UNSUPPORTED = frozenset({"AddPermission", "RemovePermission"})
 
 
 def check_request(action: str, body: Any) -> dict[str, Any]:

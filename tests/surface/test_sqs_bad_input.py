@@ -268,17 +268,17 @@ CASES = [
     # --- target and protocol ---
     case("unknown-action", "Frobnicate", {}, 400, "InvalidAction"),
     case(
-        "unsupported-action-TagQueue",
-        "TagQueue",
-        {"QueueUrl": QUEUE, "Tags": {"a": "b"}},
+        "unsupported-action-AddPermission",
+        "AddPermission",
+        {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": ["1"], "Actions": ["SendMessage"]},
         400,
         "UnsupportedOperation",
         AWS + "UnsupportedOperation",
     ),
     case(
-        "unsupported-action-ListDeadLetterSourceQueues",
-        "ListDeadLetterSourceQueues",
-        {"QueueUrl": QUEUE},
+        "unsupported-action-RemovePermission",
+        "RemovePermission",
+        {"QueueUrl": QUEUE, "Label": "l"},
         400,
         "UnsupportedOperation",
         AWS + "UnsupportedOperation",
@@ -726,6 +726,56 @@ CASES = [
         {"QueueUrl": QUEUE + "\n", "MessageBody": "x"},
     ),
     no_queue("QueueUrl-not-a-url", "SendMessage", {"QueueUrl": "not a url", "MessageBody": "x"}),
+    # --- tags, dead-letter sources, move tasks ---
+    missing("TagQueue-without-Tags", "TagQueue", {"QueueUrl": QUEUE}),
+    serialization("TagQueue-Tags-a-list", "TagQueue", {"QueueUrl": QUEUE, "Tags": ["a"]}),
+    serialization("TagQueue-tag-value-a-number", "TagQueue", {"QueueUrl": QUEUE, "Tags": {"a": 1}}),
+    invalid("TagQueue-reserved-prefix", "TagQueue", {"QueueUrl": QUEUE, "Tags": {"aws:x": "v"}}),
+    invalid(
+        "TagQueue-51-tags", "TagQueue", {"QueueUrl": QUEUE, "Tags": {str(i): "" for i in range(51)}}
+    ),
+    missing("UntagQueue-without-TagKeys", "UntagQueue", {"QueueUrl": QUEUE}),
+    serialization("UntagQueue-TagKeys-a-string", "UntagQueue", {"QueueUrl": QUEUE, "TagKeys": "a"}),
+    no_queue("ListQueueTags-missing-queue", "ListQueueTags", {"QueueUrl": GONE}),
+    no_queue("UntagQueue-missing-queue", "UntagQueue", {"QueueUrl": GONE, "TagKeys": ["a"]}),
+    invalid(
+        "ListDeadLetterSourceQueues-MaxResults-0",
+        "ListDeadLetterSourceQueues",
+        {"QueueUrl": QUEUE, "MaxResults": 0},
+    ),
+    no_queue(
+        "ListDeadLetterSourceQueues-missing-queue", "ListDeadLetterSourceQueues", {"QueueUrl": GONE}
+    ),
+    missing("StartMessageMoveTask-without-SourceArn", "StartMessageMoveTask", {}),
+    invalid(
+        "StartMessageMoveTask-SourceArn-not-an-arn", "StartMessageMoveTask", {"SourceArn": "q"}
+    ),
+    invalid(
+        "StartMessageMoveTask-source-not-a-dead-letter-queue",
+        "StartMessageMoveTask",
+        {"SourceArn": "arn:aws:sqs:us-east-1:000000000000:" + QUEUE_NAME},
+    ),
+    case(
+        "StartMessageMoveTask-missing-source",
+        "StartMessageMoveTask",
+        {"SourceArn": "arn:aws:sqs:us-east-1:000000000000:okuri-no-such-queue"},
+        404,
+        "ResourceNotFoundException",
+    ),
+    serialization(
+        "StartMessageMoveTask-rate-a-string",
+        "StartMessageMoveTask",
+        {"SourceArn": "arn:aws:sqs:us-east-1:000000000000:q", "MaxNumberOfMessagesPerSecond": "1"},
+    ),
+    invalid(
+        "ListMessageMoveTasks-MaxResults-11",
+        "ListMessageMoveTasks",
+        {"SourceArn": "arn:aws:sqs:us-east-1:000000000000:q", "MaxResults": 11},
+    ),
+    missing("CancelMessageMoveTask-without-TaskHandle", "CancelMessageMoveTask", {}),
+    invalid(
+        "CancelMessageMoveTask-garbage-handle", "CancelMessageMoveTask", {"TaskHandle": "foobared"}
+    ),
     no_queue("QueueUrl-empty", "DeleteQueue", {"QueueUrl": ""}),
     no_queue(
         "ChangeMessageVisibilityBatch-null-VisibilityTimeout",

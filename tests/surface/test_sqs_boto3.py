@@ -291,7 +291,9 @@ def test_queue_errors(sqs: Any, queue: str) -> None:
 
 def test_unimplemented_actions_answer_unsupported_operation(sqs: Any, queue: str) -> None:
     with pytest.raises(sqs.exceptions.UnsupportedOperation) as err:
-        sqs.tag_queue(QueueUrl=queue, Tags={"a": "b"})
+        sqs.add_permission(
+            QueueUrl=queue, Label="l", AWSAccountIds=["111111111111"], Actions=["SendMessage"]
+        )
     assert _code(err) == "AWS.SimpleQueueService.UnsupportedOperation"
 
 

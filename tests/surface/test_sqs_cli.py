@@ -125,7 +125,19 @@ def test_cli_reports_unsupported_actions_by_name(sqs_server: ServerProcess) -> N
     url = aws(sqs_server, "create-queue", "--queue-name", f"cli-u-{uuid.uuid4().hex[:6]}")[
         "QueueUrl"
     ]
-    err = aws(sqs_server, "list-queue-tags", "--queue-url", url, ok=False)
+    err = aws(
+        sqs_server,
+        "add-permission",
+        "--queue-url",
+        url,
+        "--label",
+        "l",
+        "--aws-account-ids",
+        "111111111111",
+        "--actions",
+        "SendMessage",
+        ok=False,
+    )
     assert "UnsupportedOperation" in err
 
 

@@ -1,4 +1,7 @@
-"""docs/sqs-compatibility.md lists exactly the actions the server implements and refuses."""
+"""docs/sqs-compatibility.md's action matrix matches the server's own tables.
+
+tests/surface/test_sqs_compatibility_matrix.py checks the same matrix against a running server.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +14,18 @@ from okuri.sqs.shapes import ACTIONS, UNSUPPORTED
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sqs-compatibility.md"
 
 
-def _listed(section: str) -> set[str]:
-    match = re.search(rf"<!-- {section} -->(.*?)<!-- /{section} -->", DOC.read_text(), re.S)
-    assert match, section
-    return set(re.findall(r"^- (\w+)$", match.group(1), re.M))
+def _rows() -> dict[str, str]:
+    match = re.search(r"<!-- actions -->(.*?)<!-- /actions -->", DOC.read_text(), re.S)
+    assert match, "no <!-- actions --> matrix"
+    return dict(re.findall(r"^\| (\w+) \| (supported|unsupported) \|", match.group(1), re.M))
 
 
-def test_doc_lists_every_implemented_action() -> None:
-    assert _listed("implemented") == set(ACTIONS)
+def test_doc_marks_every_implemented_action_supported() -> None:
+    assert {a for a, s in _rows().items() if s == "supported"} == set(ACTIONS)
     actions = SqsActions(engine=None)  # type: ignore[arg-type]  # the table needs no engine
     assert set(actions._handlers) == set(ACTIONS)
 
 
-def test_doc_lists_every_unsupported_action() -> None:
-    assert _listed("unsupported") == set(UNSUPPORTED)
+def test_doc_marks_every_refused_action_unsupported() -> None:
+    assert {a for a, s in _rows().items() if s == "unsupported"} == set(UNSUPPORTED)
     assert not set(ACTIONS) & set(UNSUPPORTED)

@@ -1,0 +1,144 @@
+"""The one table of SDK clients whose traffic okuri is checked against.
+
+Each row names a scenario program (the step list is in README.md beside this file), how to run
+it from the repository root, the queue-name prefix it works under, and how to tell whether it is
+installed or built. `python -m compat.record` and the live client tests both read this table;
+adding a client (a Laravel app, say) is one more row.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository root; commands run from here
+SCENARIO = "sqs-core"
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str  # also the recording's file name: compat/recordings/<name>.json
+    command: tuple[str, ...]  # argv, paths relative to ROOT
+    prefix: str  # OKURI_SCENARIO_PREFIX: every queue the program makes starts with it
+    requires: tuple[str, ...]  # files (relative to ROOT) that exist once the program is built
+    check: Callable[[], str | None]  # None when runnable, else why not and how to fix it
+    scenario: str = SCENARIO  # what the program's SCENARIO line must name
+
+    def argv(self) -> list[str]:
+        """The command with the interpreter resolved and program paths made absolute."""
+        first, *rest = self.command
+        if first == "python":
+            first = sys.executable
+        elif "/" in first:
+            first = str(ROOT / first)
+        return [first, *(str(ROOT / a) if a.startswith("compat/") else a for a in rest)]
+
+    def missing(self) -> str | None:
+        """None if the program can run here; otherwise a sentence saying what to build."""
+        for path in self.requires:
+            if not (ROOT / path).exists():
+                return f"{path} is missing"
+        return self.check()
+
+
+def _python_module(name: str) -> Callable[[], str | None]:
+    def check() -> str | None:
+        if importlib.util.find_spec(name) is None:
+            return f"the Python package {name} is not installed (make install)"
+        return None
+
+    return check
+
+
+def _executable(name: str, hint: str) -> Callable[[], str | None]:
+    def check() -> str | None:
+        return None if shutil.which(name) else f"{name} is not on PATH ({hint})"
+
+    return check
+
+
+def _nothing() -> str | None:
+    return None
+
+
+def _laravel() -> str | None:
+    """php on PATH, and the app's artisan loading Laravel and aws-sdk-php: from composer's
+    tests/smoke/laravel/vendor/, or from the autoloader LARAVEL_VENDOR_AUTOLOAD names."""
+    if shutil.which("php") is None:
+        return "php is not on PATH (see docs/laravel.md)"
+    try:
+        done = subprocess.run(
+            ["php", "tests/smoke/laravel/artisan", "okuri:smoke", "--check"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        return "php tests/smoke/laravel/artisan okuri:smoke --check did not finish in 60 s"
+    if done.returncode != 0:
+        why = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
+        return f"tests/smoke/laravel cannot load Laravel and aws-sdk-php: {why[0]}"
+    return None
+
+
+CLIENTS: dict[str, Client] = {
+    c.name: c
+    for c in (
+        Client(
+            "boto3",
+            ("python", "compat/clients/boto3/scenario.py"),
+            "boto3-",
+            (),
+            _python_module("boto3"),
+        ),
+        Client(
+            "aws-sdk-js-v3",
+            ("node", "compat/clients/js/scenario.mjs"),
+            "js-v3-",
+            (
+                "compat/clients/js/scenario.mjs",
+                "compat/clients/js/node_modules/@aws-sdk/client-sqs/package.json",
+            ),
+            _executable("node", "install Node.js, then npm ci in compat/clients/js"),
+        ),
+        Client(
+            "aws-sdk-go-v1",
+            ("compat/clients/go/bin/scenario-v1",),
+            "go-v1-",
+            ("compat/clients/go/bin/scenario-v1",),
+            _nothing,
+        ),
+        Client(
+            "aws-sdk-go-v2",
+            ("compat/clients/go/bin/scenario-v2",),
+            "go-v2-",
+            ("compat/clients/go/bin/scenario-v2",),
+            _nothing,
+        ),
+        Client(
+            "laravel",
+            ("php", "tests/smoke/laravel/artisan", "okuri:smoke"),
+            "laravel-",
+            ("tests/smoke/laravel/artisan",),
+            _laravel,
+            scenario="laravel-queue",
+        ),
+    )
+}
+
+
+def select(names: list[str]) -> list[Client]:
+    """The clients named (all of them for an empty list); an unknown name is a ValueError."""
+    if not names:
+        return list(CLIENTS.values())
+    unknown = [n for n in names if n not in CLIENTS]
+    if unknown:
+        raise ValueError(f"unknown client(s) {', '.join(unknown)}; known: {', '.join(CLIENTS)}")
+    return [CLIENTS[n] for n in names]

@@ -1,0 +1,258 @@
+"""Record each SDK client's scenario against a fresh okuri: `python -m compat.record [client ...]`.
+
+For every client in compat.clients.CLIENTS (or those named): start a fresh `okuri serve` on the
+local store in a temporary directory with a fixed key pair, put a RecordingProxy in front of it,
+run the client's scenario program pointed at the proxy, and, if the program exits 0 and names
+itself on its last stdout line, write compat/recordings/<client>.json. A program that is not
+installed or built is skipped with a message saying what is missing; a failing program leaves
+its previous recording in place. Exit status: 0 if every client that could run recorded, 1 if
+one failed, 2 if a client named on the command line could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from compat.clients import CLIENTS, ROOT, Client, select
+from compat.proxy import RecordingProxy
+from compat.recording import RECORDINGS, Exchange, Recording, save
+
+# The key pair okuri is started with while recording; a recording holds the access key id (in
+# its Authorization headers) and signatures, never the secret. Fixed so re-recordings diff less.
+RECORD_KEY, RECORD_SECRET = "AKIDOKURIRECORD", "okuri-record-secret"
+REGION = "us-east-1"
+SERVER_START_S = 30.0
+SERVER_STOP_S = 10.0
+PROGRAM_S = 180.0  # one scenario run, start-up of node or a JVM-free Go binary included
+MARKER = "SCENARIO "
+
+
+class RecordError(Exception):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def _clean_env() -> dict[str, str]:
+    """This environment minus the AWS_* and OKURI_* settings a developer's shell may have."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))}
+
+
+@contextmanager
+def okuri_server(data_dir: Path) -> Iterator[tuple[str, str]]:
+    """A fresh `okuri serve` on 127.0.0.1; yields (its URL, its version). Stopped by its pid."""
+    port, health = _free_port(), _free_port()
+    env = {
+        **_clean_env(),
+        "OKURI_DATA_DIR": str(data_dir / "data"),
+        "OKURI_LISTEN": f"127.0.0.1:{port}",
+        "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
+        "OKURI_ACCESS_KEY_ID": RECORD_KEY,
+        "OKURI_SECRET_ACCESS_KEY": RECORD_SECRET,
+        "OKURI_REGION": REGION,
+        "OKURI_LOG_LEVEL": "warning",
+    }
+    log_path = data_dir / "okuri.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "okuri.server.cli", "serve"],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + SERVER_START_S  # noqa: TID251 (a tool, not okuri)
+        while True:
+            if proc.poll() is not None:
+                raise RecordError(f"okuri exited with {proc.returncode}:\n{log_path.read_text()}")
+            try:
+                if _get(f"http://127.0.0.1:{health}/readyz")[0] == 200:
+                    break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:  # noqa: TID251
+                raise RecordError(f"okuri was not ready in {SERVER_START_S} s")
+            time.sleep(0.05)  # noqa: TID251
+        status, body = _get(url + "/")
+        version = json.loads(body).get("version", "unknown") if status == 200 else "unknown"
+        yield url, version
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=SERVER_STOP_S)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=SERVER_STOP_S)
+
+
+def program_env(client: Client, endpoint: str, home: Path) -> dict[str, str]:
+    """The scenario program's environment: the contract in compat/clients/README.md."""
+    return {
+        **_clean_env(),
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": RECORD_KEY,
+        "AWS_SECRET_ACCESS_KEY": RECORD_SECRET,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "OKURI_SCENARIO_PREFIX": client.prefix,
+        # Keep a developer's ~/.aws profiles (retry modes, endpoints) out of the recording.
+        "AWS_CONFIG_FILE": str(home / "aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def parse_marker(stdout: str) -> dict[str, str]:
+    """The `SCENARIO {json}` object on the program's last non-empty stdout line."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines or not lines[-1].startswith(MARKER):
+        raise RecordError(f"the last stdout line is not `{MARKER}{{...}}`")
+    try:
+        marker = json.loads(lines[-1][len(MARKER) :])
+    except json.JSONDecodeError as err:
+        raise RecordError(f"the SCENARIO line is not JSON: {err}") from None
+    if not isinstance(marker, dict) or not all(
+        isinstance(marker.get(k), str) for k in ("client", "version", "scenario")
+    ):
+        raise RecordError(f"the SCENARIO line needs client, version and scenario: {marker}")
+    return marker
+
+
+async def _run_program(client: Client, endpoint: str, home: Path) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *client.argv(),
+        cwd=ROOT,
+        env=program_env(client, endpoint, home),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), PROGRAM_S)
+    except TimeoutError:
+        proc.kill()  # this child only
+        await proc.wait()
+        raise RecordError(f"the program did not finish in {PROGRAM_S} s") from None
+    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def _record_async(client: Client, upstream: str, okuri_version: str, home: Path) -> Recording:
+    async with RecordingProxy(upstream) as proxy:
+        code, out, err = await _run_program(client, proxy.url, home)
+        exchanges = proxy.exchanges
+    if code != 0:
+        tail = "\n".join((out + err).strip().splitlines()[-30:])
+        raise RecordError(f"the program exited with {code}:\n{tail}{_last_exchange(exchanges)}")
+    marker = parse_marker(out)
+    if marker["client"] != client.name or marker["scenario"] != client.scenario:
+        raise RecordError(
+            f"the program says it is {marker['client']}/{marker['scenario']}, "
+            f"expected {client.name}/{client.scenario}"
+        )
+    if not exchanges:
+        raise RecordError("the program sent no requests through the proxy")
+    return Recording(
+        client=client.name,
+        version=marker["version"],
+        scenario=marker["scenario"],
+        recorded=dt.datetime.now(dt.UTC).date().isoformat(),  # noqa: TID251
+        okuri=okuri_version,
+        exchanges=exchanges,
+    )
+
+
+def _last_exchange(exchanges: list[Exchange]) -> str:
+    """The last request and answer, to see what the program sent when it failed."""
+    if not exchanges:
+        return "\n(no requests reached the proxy)"
+    last = exchanges[-1]
+    query = f"?{last.request.query}" if last.request.query else ""
+    return (
+        f"\nlast exchange ({len(exchanges) - 1}, {last.action}):\n"
+        f"> {last.request.method} {last.request.path}{query}\n"
+        f"> {last.request.body.decode(errors='replace')[:1000]}\n"
+        f"< {last.response.status} {last.response.body.decode(errors='replace')[:1000]}"
+    )
+
+
+def record(client: Client, out_dir: Path = RECORDINGS) -> Path:
+    """Run one client's scenario behind the proxy and write its recording; RecordError if not."""
+    with tempfile.TemporaryDirectory(prefix=f"okuri-record-{client.name}-") as tmp:
+        home = Path(tmp)
+        with okuri_server(home) as (upstream, version):
+            recording = asyncio.run(_record_async(client, upstream, version, home))
+    path = out_dir / f"{client.name}.json"
+    save(recording, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m compat.record", description=__doc__)
+    parser.add_argument("clients", nargs="*", help=f"any of: {', '.join(CLIENTS)} (default all)")
+    parser.add_argument("--out", type=Path, default=RECORDINGS, help="recordings directory")
+    args = parser.parse_args(argv)
+    try:
+        clients = select(args.clients)
+    except ValueError as err:
+        parser.error(str(err))
+    failed, skipped = [], []
+    for client in clients:
+        why = client.missing()
+        if why is not None:
+            print(f"skip {client.name}: {why}", flush=True)
+            skipped.append(client.name)
+            continue
+        print(f"record {client.name} ...", flush=True)
+        try:
+            path = record(client, args.out)
+        except RecordError as err:
+            print(f"FAILED {client.name}: {err}", flush=True)
+            failed.append(client.name)
+            continue
+        count = len(json.loads(path.read_text())["exchanges"])
+        print(
+            f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+            f"({count} exchanges)",
+            flush=True,
+        )
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+        return 1
+    if skipped and args.clients:
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

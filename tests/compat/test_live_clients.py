@@ -1,0 +1,105 @@
+"""Real SDKs other than boto3 run the whole sqs-core scenario against a real okuri, live.
+
+aws-sdk-js v3 (JSON protocol) and aws-sdk-go v1 and v2 (query protocol) each run their scenario
+program from compat/clients/ (the step list is compat/clients/README.md) against `okuri serve`
+on the local store and on S3, so a change that breaks one of these clients fails here even where
+a recording would not show it. The programs are installed and built by `make clients`, which
+`make test` runs first; a program that is not there fails its test rather than skipping, so the
+suite can never pass without them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compat.clients import CLIENTS, ROOT, SCENARIO, Client
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, clean_environ
+
+LIVE_CLIENTS = ("aws-sdk-js-v3", "aws-sdk-go-v1", "aws-sdk-go-v2")
+RUN_S = 120.0  # the scenario takes a few seconds; its longest wait is a 5 s long poll
+LOG_TAIL_CHARS = 4000
+JS_PACKAGE = ROOT / "compat/clients/js/node_modules/@aws-sdk/client-sqs/package.json"
+
+
+def client_environ(server: ServerProcess, client: Client, home: Path) -> dict[str, str]:
+    """What the contract gives a scenario program, and nothing from a developer's AWS setup."""
+    env = {k: v for k, v in clean_environ().items() if not k.startswith("AWS_")}
+    return {
+        **env,
+        "AWS_ENDPOINT_URL": server.url,
+        "AWS_ACCESS_KEY_ID": SQS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SQS_SECRET,
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(home / "aws-config"),  # absent: no profile settings
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "OKURI_SCENARIO_PREFIX": client.prefix,
+    }
+
+
+def explain(what: str, out: str, err: str, server: ServerProcess) -> str:
+    return (
+        f"{what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}\n"
+        f"--- okuri log (tail) ---\n{server.log[-LOG_TAIL_CHARS:]}"
+    )
+
+
+def text(data: str | bytes | None) -> str:
+    if isinstance(data, bytes):
+        return data.decode(errors="replace")
+    return data or ""
+
+
+@pytest.mark.parametrize("name", LIVE_CLIENTS)
+def test_sdk_runs_the_whole_scenario_against_okuri(
+    name: str, sqs_server: ServerProcess, tmp_path: Path
+) -> None:
+    client = CLIENTS[name]
+    missing = client.missing()
+    if missing is not None:
+        pytest.fail(f"{name} cannot run: {missing}; run `make clients`", pytrace=False)
+    try:
+        done = subprocess.run(
+            client.argv(),
+            cwd=ROOT,
+            env=client_environ(sqs_server, client, tmp_path),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=RUN_S,
+        )
+    except subprocess.TimeoutExpired as exc:  # subprocess.run has killed the program by its pid
+        pytest.fail(
+            explain(
+                f"{name} did not finish in {RUN_S} s",
+                text(exc.stdout),
+                text(exc.stderr),
+                sqs_server,
+            ),
+            pytrace=False,
+        )
+    if done.returncode != 0:
+        pytest.fail(
+            explain(f"{name} exited {done.returncode}", done.stdout, done.stderr, sqs_server),
+            pytrace=False,
+        )
+    lines = done.stdout.strip().splitlines()
+    last = lines[-1] if lines else ""
+    if not last.startswith("SCENARIO "):
+        pytest.fail(
+            explain(
+                f"{name}'s last line is not SCENARIO {{...}}", done.stdout, done.stderr, sqs_server
+            ),
+            pytrace=False,
+        )
+    marker = json.loads(last.removeprefix("SCENARIO "))
+    assert marker["client"] == name
+    assert marker["scenario"] == SCENARIO
+    assert marker["version"], marker
+    if name == "aws-sdk-js-v3":
+        assert marker["version"] == json.loads(JS_PACKAGE.read_text())["version"]
