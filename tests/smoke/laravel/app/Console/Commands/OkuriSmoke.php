@@ -33,8 +33,10 @@ class OkuriSmoke extends Command
     protected $description = 'Run jobs, a delayed job and a failing job through okuri, and check them';
 
     private const JOBS = 5;
-    private const DELAY_S = 2;
-    private const WAIT_S = 3;  // > DELAY_S, so the receive after the last retry waits for it
+    // Long enough that a replay on a slow, shared CI machine still reaches the delayed job's
+    // receive before the job is due, so every earlier receive gets the job it got when recorded.
+    private const DELAY_S = 5;
+    private const WAIT_S = 6;  // > DELAY_S, so the receive after the last retry waits for it
     private const RUNS_MAX = 5;
     private const WORKER_TIMEOUT_S = 120;
 
