@@ -46,6 +46,7 @@ record: $(STAMP) clients
 # The SDK scenario programs of compat/clients/ that tests/compat/test_live_clients.py and `make
 # record` run: aws-sdk-js v3 from npm, and aws-sdk-go v1 and v2 built in GOPATH mode against
 # Debian's packaged sources (installed with apt-get when missing). Quick when nothing changed.
+# GOPATH's first entry holds the programs' shared, SDK-independent package (src/sqscore).
 JS_CLIENT := compat/clients/js
 GO_CLIENT := compat/clients/go
 GOCODE := /usr/share/gocode
@@ -53,7 +54,9 @@ GO_PACKAGES := golang-go golang-github-aws-aws-sdk-go-dev golang-github-aws-aws-
 GO_SDKS := /usr/bin/go \
 	$(GOCODE)/src/github.com/aws/aws-sdk-go/service/sqs/api.go \
 	$(GOCODE)/src/github.com/aws/aws-sdk-go-v2/service/sqs/api_client.go
-GO_BUILD := cd $(GO_CLIENT) && GO111MODULE=off GOFLAGS= CGO_ENABLED=0 GOPATH=$(GOCODE) \
+GO_SHARED := $(wildcard $(GO_CLIENT)/src/sqscore/*.go)
+GO_BUILD := cd $(GO_CLIENT) && GO111MODULE=off GOFLAGS= CGO_ENABLED=0 \
+	GOPATH=$(CURDIR)/$(GO_CLIENT):$(GOCODE) \
 	GOCACHE=$(CURDIR)/$(GO_CLIENT)/bin/.cache go build
 
 clients: $(JS_CLIENT)/node_modules/.package-lock.json $(GO_CLIENT)/bin/scenario-v1 \
@@ -78,5 +81,5 @@ $(GO_SDKS) &:
 	@for f in $(GO_SDKS); do [ -e $$f ] || { \
 		echo "make clients: $$f is still missing after installing $(GO_PACKAGES)" >&2; exit 1; }; done
 
-$(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SDKS)
+$(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SHARED) $(GO_SDKS)
 	$(GO_BUILD) -o bin/scenario-$* ./$*

@@ -2,10 +2,12 @@
 
 The server is configured only through environment variables, as a container would configure it.
 Every process a test starts is stopped by its own pid at teardown, and every wait is bounded.
+Tests talk to one through raw HTTP (`request`) or a boto3 SQS client of it (`sqs_client`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,13 +18,17 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
+import boto3
 import pytest
+from botocore.config import Config
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0
 BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
+SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"  # the pair start_server gives okuri
+SQS_REGION = "us-east-1"
 
 
 def free_port() -> int:
@@ -84,6 +90,18 @@ class ServerProcess:
         """A request to the main (SQS) listener."""
         return http(method, self.url + path, body, headers)
 
+    def sqs_client(self, key: str = SQS_KEY, secret: str = SQS_SECRET, **config: Any) -> Any:
+        """A boto3 SQS client of the main listener, signing with `key` and `secret`; `config`
+        goes to botocore's Config (`retries={"max_attempts": 1}`, `parameter_validation=False`)."""
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.url,
+            region_name=SQS_REGION,
+            aws_access_key_id=key,
+            aws_secret_access_key=secret,
+            config=Config(**config) if config else None,
+        )
+
     def wait_for(self, path: str, status: int = 200, timeout_s: float = START_S) -> Response:
         """Poll the health listener until `path` answers `status`; fail with the server's log."""
         deadline = time.monotonic() + timeout_s
@@ -137,8 +155,6 @@ class RunToExit(Protocol):
 
 # --- one real server per store for the SQS surface suites -----------------------------------
 
-SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"
-
 
 def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
     port, health = free_port(), free_port()
@@ -159,3 +175,25 @@ def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
     )
     server.wait_for("/readyz")
     return server
+
+
+# --- queues set up through a boto3 SQS client, as a user would -------------------------------
+
+
+class DeadLetterPair(NamedTuple):
+    url: str  # the queue's URL
+    dlq: str  # its dead-letter queue's URL
+    dlq_arn: str
+
+
+def create_with_dead_letter_queue(
+    sqs: Any, name: str, max_receive_count: int, **attributes: str
+) -> DeadLetterPair:
+    """Create `<name>-dlq`, read its QueueArn, and create `name` redriving to it after
+    `max_receive_count` receives, with any other `attributes`."""
+    dlq = str(sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"])
+    got = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])
+    arn = str(got["Attributes"]["QueueArn"])
+    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": str(max_receive_count)})
+    url = sqs.create_queue(QueueName=name, Attributes={**attributes, "RedrivePolicy": policy})
+    return DeadLetterPair(str(url["QueueUrl"]), dlq, arn)

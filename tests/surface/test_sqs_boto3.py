@@ -13,24 +13,11 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.servers import SQS_KEY as KEY
 from tests.servers import SQS_SECRET as SECRET
-from tests.servers import ServerProcess, http
-
-
-def _client(server: ServerProcess, **kw: Any) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=server.url,
-        region_name="us-east-1",
-        aws_access_key_id=kw.pop("key", KEY),
-        aws_secret_access_key=kw.pop("secret", SECRET),
-        config=Config(retries={"max_attempts": 1}),
-        **kw,
-    )
+from tests.servers import ServerProcess, create_with_dead_letter_queue, http
 
 
 @pytest.fixture
@@ -40,7 +27,7 @@ def server(sqs_server: ServerProcess) -> ServerProcess:
 
 @pytest.fixture
 def sqs(server: ServerProcess) -> Any:
-    return _client(server)
+    return server.sqs_client(retries={"max_attempts": 1})
 
 
 @pytest.fixture
@@ -171,25 +158,14 @@ def test_batches_report_successes_and_failures(sqs: Any, queue: str) -> None:
     ],
 )
 def test_batch_rules_raise_the_sdks_own_exceptions(
-    sqs: Any, queue: str, entries: list[dict[str, Any]], exception: str, code: str
+    server: ServerProcess, queue: str, entries: list[dict[str, Any]], exception: str, code: str
 ) -> None:
     from botocore.stub import Stubber  # noqa: F401  (client-side validation must not interfere)
 
-    raw = _client_without_validation(sqs)
+    raw = server.sqs_client(parameter_validation=False, retries={"max_attempts": 1})
     with pytest.raises(getattr(raw.exceptions, exception)) as err:
         raw.send_message_batch(QueueUrl=queue, Entries=entries)
     assert _code(err) == code
-
-
-def _client_without_validation(sqs: Any) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=sqs.meta.endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id=KEY,
-        aws_secret_access_key=SECRET,
-        config=Config(parameter_validation=False, retries={"max_attempts": 1}),
-    )
 
 
 def test_visibility_timeout_change_and_redelivery(sqs: Any, queue: str) -> None:
@@ -252,17 +228,7 @@ def test_purge_removes_earlier_messages_only(sqs: Any, queue: str) -> None:
 
 
 def test_redrive_policy_moves_to_dead_letter_queue(sqs: Any) -> None:
-    name = f"dl-{uuid.uuid4().hex[:8]}"
-    dlq = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    url = sqs.create_queue(
-        QueueName=name,
-        Attributes={
-            "RedrivePolicy": f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"1"}}'
-        },
-    )["QueueUrl"]
+    url, dlq, _ = create_with_dead_letter_queue(sqs, f"dl-{uuid.uuid4().hex[:8]}", 1)
     sqs.send_message(QueueUrl=url, MessageBody="poison")
     first = sqs.receive_message(QueueUrl=url, VisibilityTimeout=1, WaitTimeSeconds=5)["Messages"]
     assert first
@@ -299,10 +265,10 @@ def test_unimplemented_actions_answer_unsupported_operation(sqs: Any, queue: str
 
 def test_bad_credentials_get_aws_error_codes(server: ServerProcess, queue: str) -> None:
     with pytest.raises(ClientError) as err:
-        _client(server, key="AKIDUNKNOWN").list_queues()
+        server.sqs_client(key="AKIDUNKNOWN", retries={"max_attempts": 1}).list_queues()
     assert _code(err) == "InvalidClientTokenId"
     with pytest.raises(ClientError) as err:
-        _client(server, secret="wrong").list_queues()
+        server.sqs_client(secret="wrong", retries={"max_attempts": 1}).list_queues()
     assert _code(err) == "SignatureDoesNotMatch"
     unsigned = http(
         "POST",
@@ -315,12 +281,13 @@ def test_bad_credentials_get_aws_error_codes(server: ServerProcess, queue: str) 
     assert server.get("/healthz").status == 200
 
 
-def test_long_poll_wakes_for_a_send(sqs: Any, queue: str) -> None:
+def test_long_poll_wakes_for_a_send(server: ServerProcess, sqs: Any, queue: str) -> None:
     import threading
 
     def later() -> None:
         time.sleep(0.5)
-        _client_without_validation(sqs).send_message(QueueUrl=queue, MessageBody="wake")
+        other = server.sqs_client(parameter_validation=False, retries={"max_attempts": 1})
+        other.send_message(QueueUrl=queue, MessageBody="wake")
 
     t = threading.Thread(target=later)
     start = time.monotonic()

@@ -8,7 +8,6 @@ the server does not do, nor hide what it refuses.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import urllib.parse
@@ -17,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import boto3
 import botocore.loaders
 import pytest
 from botocore.auth import SigV4Auth
@@ -26,7 +24,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri.sqs.query import XMLNS
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, http
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, create_with_dead_letter_queue, http
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "sqs-compatibility.md"
 ROW = re.compile(r"^\| (\w+) \| (supported|unsupported) \|", re.M)
@@ -55,20 +53,14 @@ Call = Callable[[Any, dict[str, str]], Any]
 
 def _setup(client: Any, tag: str) -> dict[str, str]:
     """A queue with a message in flight, and a dead-letter queue with a source and messages."""
-    dlq = client.create_queue(QueueName=f"mx-{tag}-dlq")["QueueUrl"]
-    dlq_arn = client.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])
-    arn = dlq_arn["Attributes"]["QueueArn"]
-    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "5"})
-    url = client.create_queue(QueueName=f"mx-{tag}", Attributes={"RedrivePolicy": policy})[
-        "QueueUrl"
-    ]
+    url, dlq, dlq_arn = create_with_dead_letter_queue(client, f"mx-{tag}", 5)
     client.send_message_batch(
         QueueUrl=dlq, Entries=[{"Id": str(i), "MessageBody": f"dead {i}"} for i in range(10)]
     )
     client.send_message_batch(
         QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m {i}"} for i in range(6)]
     )
-    return {"url": url, "dlq": dlq, "dlq_arn": dlq_arn["Attributes"]["QueueArn"], "tag": tag}
+    return {"url": url, "dlq": dlq, "dlq_arn": dlq_arn, "tag": tag}
 
 
 def _handle(client: Any, url: str) -> str:
@@ -138,16 +130,6 @@ UNSUPPORTED_CALLS: dict[str, Call] = {
 }
 
 
-def client(server: ServerProcess) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=server.url,
-        region_name="us-east-1",
-        aws_access_key_id=SQS_KEY,
-        aws_secret_access_key=SQS_SECRET,
-    )
-
-
 def test_every_matrix_row_has_a_call() -> None:
     rows = matrix()
     assert {a for a, s in rows.items() if s == "supported"} == set(CALLS)
@@ -155,7 +137,7 @@ def test_every_matrix_row_has_a_call() -> None:
 
 
 def test_supported_actions_work_over_json(sqs_server: ServerProcess) -> None:
-    sqs = client(sqs_server)
+    sqs = sqs_server.sqs_client()
     ctx = _setup(sqs, f"json-{time.monotonic_ns()}")
     for action, call in CALLS.items():
         response = call(sqs, ctx)
@@ -163,7 +145,7 @@ def test_supported_actions_work_over_json(sqs_server: ServerProcess) -> None:
 
 
 def test_unsupported_actions_answer_unsupported_operation(sqs_server: ServerProcess) -> None:
-    sqs = client(sqs_server)
+    sqs = sqs_server.sqs_client()
     ctx = _setup(sqs, f"uns-{time.monotonic_ns()}")
     for action, call in UNSUPPORTED_CALLS.items():
         with pytest.raises(ClientError) as err:
@@ -191,7 +173,7 @@ def query_code(server: ServerProcess, action: str, params: dict[str, str]) -> st
 
 
 def test_supported_actions_work_over_the_query_protocol(sqs_server: ServerProcess) -> None:
-    sqs = client(sqs_server)
+    sqs = sqs_server.sqs_client()
     ctx = _setup(sqs, f"query-{time.monotonic_ns()}")
     handle = lambda: _handle(sqs, ctx["url"])  # noqa: E731
     params: dict[str, Callable[[], dict[str, str]]] = {

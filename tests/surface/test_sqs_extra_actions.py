@@ -14,9 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from okuri.sqs.move_tasks import encode_handle
@@ -26,20 +24,9 @@ WAIT_S = 20.0
 ACCOUNT = "000000000000"
 
 
-def _client(url: str) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id=SQS_KEY,
-        aws_secret_access_key=SQS_SECRET,
-        config=Config(retries={"max_attempts": 1}),
-    )
-
-
 @pytest.fixture
 def sqs(sqs_server: ServerProcess) -> Any:
-    return _client(sqs_server.url)
+    return sqs_server.sqs_client(retries={"max_attempts": 1})
 
 
 def _name(prefix: str) -> str:
@@ -435,7 +422,7 @@ def test_sigterm_stops_a_running_task_and_the_next_server_reports_it(launch: Any
     env = {"OKURI_ACCESS_KEY_ID": SQS_KEY, "OKURI_SECRET_ACCESS_KEY": SQS_SECRET}
     first = launch(env)
     first.wait_for("/readyz")
-    sqs = _client(first.url)
+    sqs = first.sqs_client(retries={"max_attempts": 1})
     _, dlq, dlq_name = _dlq_pair(sqs)
     dest_name = _name("dest")
     sqs.create_queue(QueueName=dest_name)
@@ -450,7 +437,8 @@ def test_sigterm_stops_a_running_task_and_the_next_server_reports_it(launch: Any
 
     second = launch(env)
     second.wait_for("/readyz")
-    (task,) = _client(second.url).list_message_move_tasks(SourceArn=_arn(dlq_name))["Results"]
+    later = second.sqs_client(retries={"max_attempts": 1})
+    (task,) = later.list_message_move_tasks(SourceArn=_arn(dlq_name))["Results"]
     assert task["Status"] == "FAILED"
     assert "shut down" in task["FailureReason"]
     assert task["ApproximateNumberOfMessagesMoved"] < 10

@@ -51,13 +51,7 @@ class CeleryOkuri:
         return f"sqs://{SQS_KEY}:{SQS_SECRET}@{self.server.url.removeprefix('http://')}"
 
     def sqs(self) -> Any:
-        return boto3.client(
-            "sqs",
-            endpoint_url=self.server.url,
-            region_name="us-east-1",
-            aws_access_key_id=SQS_KEY,
-            aws_secret_access_key=SQS_SECRET,
-        )
+        return self.server.sqs_client()
 
     def s3(self) -> Any:
         return boto3.client(

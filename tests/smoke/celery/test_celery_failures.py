@@ -10,6 +10,8 @@ from typing import Any
 from celery import Celery
 from celery_smoke import VISIBILITY_S, CeleryOkuri, Records, StartWorker
 
+from tests.servers import create_with_dead_letter_queue
+
 MAX_RECEIVE_COUNT = 2
 REDELIVERY_SLACK_S = 5.0  # a poll (1 s wait + 0.2 s interval) and a busy 2-core machine
 
@@ -57,19 +59,9 @@ def test_a_task_that_always_fails_ends_in_the_dead_letter_queue_after_max_receiv
     queue_name: str,
 ) -> None:
     sqs = celery_okuri.sqs()
-    dlq_url = sqs.create_queue(QueueName=f"{queue_name}-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    url = sqs.create_queue(
-        QueueName=queue_name,
-        Attributes={
-            "VisibilityTimeout": str(VISIBILITY_S),
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE_COUNT)}
-            ),
-        },
-    )["QueueUrl"]
+    url, dlq_url, _ = create_with_dead_letter_queue(
+        sqs, queue_name, MAX_RECEIVE_COUNT, VisibilityTimeout=str(VISIBILITY_S)
+    )
     start_worker(queue_name)
 
     result = producer.send_task("smoke.always_fails", args=("doomed",), queue=queue_name)

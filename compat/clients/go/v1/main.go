@@ -16,135 +16,56 @@
 package main
 
 import (
-	"bytes"
-	"crypto/md5"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go/aws"
 	"github.com/aws/aws-sdk-go/aws/awserr"
 	"github.com/aws/aws-sdk-go/aws/session"
 	"github.com/aws/aws-sdk-go/service/sqs"
+
+	"sqscore"
 )
 
-const (
-	client      = "aws-sdk-go-v1"
-	scenario    = "sqs-core"
-	body1       = "sqs-core message one"
-	badHandle   = "not-a-receipt-handle"
-	account     = "000000000000"
-	httpTimeout = 30 * time.Second
-)
+const client = "aws-sdk-go-v1"
 
-var (
-	blob   = []byte("\x00\x01\x02okuri\xff")
-	attrs1 = map[string]*sqs.MessageAttributeValue{
-		"kind":  {DataType: aws.String("String"), StringValue: aws.String("greeting")},
-		"count": {DataType: aws.String("Number"), StringValue: aws.String("42")},
-		"blob":  {DataType: aws.String("Binary"), BinaryValue: blob},
-	}
-	hexMD5 = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	digits = regexp.MustCompile(`^[0-9]+$`)
-)
-
-// errSkipped marks a step this SDK cannot express.
-var errSkipped = errors.New("skipped")
-
-type stepFailed struct{ what string }
-
-func (e stepFailed) Error() string { return e.what }
-
-func check(ok bool, format string, args ...any) {
-	if !ok {
-		panic(stepFailed{fmt.Sprintf(format, args...)})
-	}
-}
-
-// must fails the step on an unexpected SDK error.
-func must(err error) {
-	if err != nil {
-		panic(stepFailed{"unexpected error: " + err.Error()})
-	}
+var attrs1 = map[string]*sqs.MessageAttributeValue{
+	"kind":  {DataType: aws.String("String"), StringValue: aws.String("greeting")},
+	"count": {DataType: aws.String("Number"), StringValue: aws.String("42")},
+	"blob":  {DataType: aws.String("Binary"), BinaryValue: sqscore.Blob},
 }
 
 // expectError checks that err is an SDK error with one of the codes (legacy query code or shape
 // name).
 func expectError(err error, codes ...string) {
-	want := strings.Join(codes, " or ")
-	check(err != nil, "expected error %s, the call succeeded", want)
+	sqscore.ExpectError(apiError, err, codes...)
+}
+
+// apiError reads the error aws-sdk-go parsed from a response (awserr.Error).
+func apiError(err error) (code, message string, ok bool) {
 	var aerr awserr.Error
-	check(errors.As(err, &aerr), "expected error %s, got a non-SDK error: %v", want, err)
-	for _, c := range codes {
-		if aerr.Code() == c {
-			return
-		}
+	if !errors.As(err, &aerr) {
+		return "", "", false
 	}
-	check(false, "expected error %s, got %s: %s", want, aerr.Code(), aerr.Message())
+	return aerr.Code(), aerr.Message(), true
 }
 
-func md5Hex(data []byte) string {
-	sum := md5.Sum(data)
-	return hex.EncodeToString(sum[:])
-}
-
-func arn(queue string) string { return "arn:aws:sqs:us-east-1:" + account + ":" + queue }
-
-// md5OfAttributes is SQS's digest of message attributes: names sorted; for each, length-prefixed
-// name, data type and value, with a transport byte (1 string, 2 binary) before the value.
-func md5OfAttributes(attrs map[string]*sqs.MessageAttributeValue) string {
-	var buf bytes.Buffer
-	prefixed := func(b []byte) {
-		_ = binary.Write(&buf, binary.BigEndian, uint32(len(b)))
-		buf.Write(b)
-	}
-	names := make([]string, 0, len(attrs))
-	for name := range attrs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v := attrs[name]
-		prefixed([]byte(name))
-		prefixed([]byte(aws.StringValue(v.DataType)))
-		if v.BinaryValue != nil {
-			buf.WriteByte(2)
-			prefixed(v.BinaryValue)
-		} else {
-			buf.WriteByte(1)
-			prefixed([]byte(aws.StringValue(v.StringValue)))
+// plainAttrs are message attributes in the form sqscore's digest and comparison take.
+func plainAttrs(attrs map[string]*sqs.MessageAttributeValue) map[string]sqscore.Attribute {
+	out := make(map[string]sqscore.Attribute, len(attrs))
+	for name, v := range attrs {
+		out[name] = sqscore.Attribute{
+			DataType:    aws.StringValue(v.DataType),
+			StringValue: aws.StringValue(v.StringValue),
+			BinaryValue: v.BinaryValue,
 		}
 	}
-	return md5Hex(buf.Bytes())
-}
-
-func sameAttributes(got, want map[string]*sqs.MessageAttributeValue) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for name, w := range want {
-		g, ok := got[name]
-		if !ok || aws.StringValue(g.DataType) != aws.StringValue(w.DataType) {
-			return false
-		}
-		if w.BinaryValue != nil {
-			if !bytes.Equal(g.BinaryValue, w.BinaryValue) {
-				return false
-			}
-		} else if aws.StringValue(g.StringValue) != aws.StringValue(w.StringValue) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 func ids(entries any) map[string]bool {
@@ -166,57 +87,23 @@ func ids(entries any) map[string]bool {
 	return out
 }
 
-func set(items ...string) map[string]bool {
-	out := map[string]bool{}
-	for _, i := range items {
-		out[i] = true
-	}
-	return out
-}
-
-func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-func env(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-type step struct {
-	name string
-	run  func() error
-}
-
 func main() {
 	os.Exit(run())
 }
 
 func run() int {
-	prefix := env("OKURI_SCENARIO_PREFIX")
-	if prefix == "" {
-		prefix = "go-v1-"
-	}
-	endpoint := env("AWS_ENDPOINT_URL")
-	if endpoint == "" {
-		fmt.Fprintln(os.Stderr, "AWS_ENDPOINT_URL is not set: point it at okuri")
+	settings, err := sqscore.ReadSettings("go-v1-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	region := env("AWS_REGION", "AWS_DEFAULT_REGION")
+	prefix := settings.Prefix
 	sess, err := session.NewSession(&aws.Config{
-		Endpoint:               aws.String(endpoint),
-		Region:                 aws.String(region),
+		Endpoint:               aws.String(settings.Endpoint),
+		Region:                 aws.String(settings.Region),
 		MaxRetries:             aws.Int(0),
 		DisableParamValidation: aws.Bool(true), // step 17's empty batch must reach the server
-		HTTPClient:             &http.Client{Timeout: httpTimeout},
+		HTTPClient:             &http.Client{Timeout: sqscore.HTTPTimeout},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot make an SDK session:", err)
@@ -231,22 +118,38 @@ func run() int {
 	}
 	var url, deadURL, retryURL, id1, md5Attrs1, h1, hb1, hb2, idp string
 
-	steps := []step{
+	// receivePoison receives from queueURL with VisibilityTimeout 0, asking for one attribute,
+	// and checks that the one message it answers is the poison message (steps 31 and 33).
+	receivePoison := func(queueURL, attribute string) *sqs.Message {
+		r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
+			QueueUrl:          aws.String(queueURL),
+			AttributeNames:    aws.StringSlice([]string{attribute}),
+			VisibilityTimeout: aws.Int64(0),
+			WaitTimeSeconds:   aws.Int64(5),
+		})
+		sqscore.Must(err)
+		sqscore.Check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
+		m := r.Messages[0]
+		sqscore.Check(aws.StringValue(m.MessageId) == idp, "MessageId %s", aws.StringValue(m.MessageId))
+		return m
+	}
+
+	steps := []sqscore.Step{
 		{"create-queue", func() error {
 			r, err := c.CreateQueue(&sqs.CreateQueueInput{
 				QueueName:  aws.String(mainQ),
 				Attributes: attributes,
 				Tags:       map[string]*string{"team": aws.String("compat"), "tier": aws.String("test")},
 			})
-			must(err)
+			sqscore.Must(err)
 			url = aws.StringValue(r.QueueUrl)
-			check(strings.HasSuffix(url, "/"+account+"/"+mainQ), "queue URL %s", url)
+			sqscore.Check(strings.HasSuffix(url, "/"+sqscore.Account+"/"+mainQ), "queue URL %s", url)
 			return nil
 		}},
 		{"create-queue-idempotent", func() error {
 			r, err := c.CreateQueue(&sqs.CreateQueueInput{QueueName: aws.String(mainQ), Attributes: attributes})
-			must(err)
-			check(aws.StringValue(r.QueueUrl) == url, "second create answered %s", aws.StringValue(r.QueueUrl))
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.QueueUrl) == url, "second create answered %s", aws.StringValue(r.QueueUrl))
 			return nil
 		}},
 		{"create-queue-conflict", func() error {
@@ -262,8 +165,8 @@ func run() int {
 		}},
 		{"get-queue-url", func() error {
 			r, err := c.GetQueueUrl(&sqs.GetQueueUrlInput{QueueName: aws.String(mainQ)})
-			must(err)
-			check(aws.StringValue(r.QueueUrl) == url, "GetQueueUrl answered %s", aws.StringValue(r.QueueUrl))
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.QueueUrl) == url, "GetQueueUrl answered %s", aws.StringValue(r.QueueUrl))
 			return nil
 		}},
 		{"get-queue-url-missing", func() error {
@@ -273,9 +176,9 @@ func run() int {
 		}},
 		{"list-queues", func() error {
 			r, err := c.ListQueues(&sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-			must(err)
+			sqscore.Must(err)
 			urls := aws.StringValueSlice(r.QueueUrls)
-			check(reflect.DeepEqual(urls, []string{url}), "ListQueues answered %s", show(urls))
+			sqscore.Check(reflect.DeepEqual(urls, []string{url}), "ListQueues answered %s", sqscore.Show(urls))
 			return nil
 		}},
 		{"set-queue-attributes", func() error {
@@ -283,20 +186,20 @@ func run() int {
 				QueueUrl:   aws.String(url),
 				Attributes: map[string]*string{"VisibilityTimeout": aws.String("20")},
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"get-queue-attributes", func() error {
 			r, err := c.GetQueueAttributes(&sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(url), AttributeNames: aws.StringSlice([]string{"All"}),
 			})
-			must(err)
+			sqscore.Must(err)
 			got := aws.StringValueMap(r.Attributes)
 			want := map[string]string{
 				"VisibilityTimeout":           "20",
 				"MessageRetentionPeriod":      "86400",
 				"DelaySeconds":                "0",
-				"QueueArn":                    arn(mainQ),
+				"QueueArn":                    sqscore.ARN(mainQ),
 				"ApproximateNumberOfMessages": "0",
 			}
 			wrong := map[string]string{}
@@ -305,61 +208,62 @@ func run() int {
 					wrong[k] = got[k]
 				}
 			}
-			check(len(wrong) == 0, "attributes differ: %s", show(wrong))
+			sqscore.Check(len(wrong) == 0, "attributes differ: %s", sqscore.Show(wrong))
 			return nil
 		}},
 		{"tag-queue", func() error {
 			_, err := c.TagQueue(&sqs.TagQueueInput{
 				QueueUrl: aws.String(url), Tags: map[string]*string{"stage": aws.String("replay")},
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"list-queue-tags", func() error {
 			r, err := c.ListQueueTags(&sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			tags := aws.StringValueMap(r.Tags)
 			want := map[string]string{"team": "compat", "tier": "test", "stage": "replay"}
-			check(reflect.DeepEqual(tags, want), "tags %s", show(tags))
+			sqscore.Check(reflect.DeepEqual(tags, want), "tags %s", sqscore.Show(tags))
 			return nil
 		}},
 		{"untag-queue", func() error {
 			_, err := c.UntagQueue(&sqs.UntagQueueInput{
 				QueueUrl: aws.String(url), TagKeys: aws.StringSlice([]string{"tier"}),
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"list-queue-tags-after-untag", func() error {
 			r, err := c.ListQueueTags(&sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			tags := aws.StringValueMap(r.Tags)
 			want := map[string]string{"team": "compat", "stage": "replay"}
-			check(reflect.DeepEqual(tags, want), "tags %s", show(tags))
+			sqscore.Check(reflect.DeepEqual(tags, want), "tags %s", sqscore.Show(tags))
 			return nil
 		}},
 		{"send-message", func() error {
 			// The SDK itself checks MD5OfMessageBody; MD5OfMessageAttributes is checked here.
 			r, err := c.SendMessage(&sqs.SendMessageInput{
 				QueueUrl:          aws.String(url),
-				MessageBody:       aws.String(body1),
+				MessageBody:       aws.String(sqscore.Body1),
 				MessageAttributes: attrs1,
 				DelaySeconds:      aws.Int64(0),
 			})
-			must(err)
+			sqscore.Must(err)
 			id1, md5Attrs1 = aws.StringValue(r.MessageId), aws.StringValue(r.MD5OfMessageAttributes)
-			check(id1 != "", "no MessageId")
-			check(aws.StringValue(r.MD5OfMessageBody) == md5Hex([]byte(body1)), "MD5OfMessageBody %s", aws.StringValue(r.MD5OfMessageBody))
-			check(hexMD5.MatchString(md5Attrs1), "MD5OfMessageAttributes %q", md5Attrs1)
-			check(md5Attrs1 == md5OfAttributes(attrs1), "MD5OfMessageAttributes %s, computed %s", md5Attrs1, md5OfAttributes(attrs1))
+			sqscore.Check(id1 != "", "no MessageId")
+			sqscore.Check(aws.StringValue(r.MD5OfMessageBody) == sqscore.MD5Hex([]byte(sqscore.Body1)), "MD5OfMessageBody %s", aws.StringValue(r.MD5OfMessageBody))
+			sqscore.Check(sqscore.HexMD5.MatchString(md5Attrs1), "MD5OfMessageAttributes %q", md5Attrs1)
+			want := sqscore.MD5OfAttributes(plainAttrs(attrs1))
+			sqscore.Check(md5Attrs1 == want, "MD5OfMessageAttributes %s, computed %s", md5Attrs1, want)
 			return nil
 		}},
 		{"send-message-delayed", func() error {
 			r, err := c.SendMessage(&sqs.SendMessageInput{
 				QueueUrl: aws.String(url), MessageBody: aws.String("sqs-core delayed"), DelaySeconds: aws.Int64(900),
 			})
-			must(err)
-			check(aws.StringValue(r.MessageId) != "", "no MessageId")
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.MessageId) != "", "no MessageId")
 			return nil
 		}},
 		{"send-message-batch", func() error {
@@ -373,14 +277,14 @@ func run() int {
 					{Id: aws.String("b2"), MessageBody: aws.String("sqs-core batch two"), MessageAttributes: batchAttrs},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("b1", "b2")), "Successful %s", show(r.Successful))
-			check(len(r.Failed) == 0, "Failed %s", show(r.Failed))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("b1", "b2")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
 			bodies := map[string]string{"b1": "sqs-core batch one", "b2": "sqs-core batch two"}
 			for _, e := range r.Successful {
-				check(aws.StringValue(e.MD5OfMessageBody) == md5Hex([]byte(bodies[aws.StringValue(e.Id)])), "MD5 of %s", show(e))
+				sqscore.Check(aws.StringValue(e.MD5OfMessageBody) == sqscore.MD5Hex([]byte(bodies[aws.StringValue(e.Id)])), "MD5 of %s", sqscore.Show(e))
 				if aws.StringValue(e.Id) == "b2" {
-					check(aws.StringValue(e.MD5OfMessageAttributes) == md5OfAttributes(batchAttrs), "MD5OfMessageAttributes of %s", show(e))
+					sqscore.Check(aws.StringValue(e.MD5OfMessageAttributes) == sqscore.MD5OfAttributes(plainAttrs(batchAttrs)), "MD5OfMessageAttributes of %s", sqscore.Show(e))
 				}
 			}
 			return nil
@@ -423,7 +327,7 @@ func run() int {
 				MaxNumberOfMessages:   aws.Int64(10),
 				WaitTimeSeconds:       aws.Int64(5),
 			})
-			must(err)
+			sqscore.Must(err)
 			byBody := map[string]*sqs.Message{}
 			bodies := []string{}
 			for _, m := range r.Messages {
@@ -431,16 +335,16 @@ func run() int {
 				bodies = append(bodies, aws.StringValue(m.Body))
 			}
 			sort.Strings(bodies)
-			want := set(body1, "sqs-core batch one", "sqs-core batch two")
-			check(len(r.Messages) == 3 && reflect.DeepEqual(set(bodies...), want), "received %s", show(bodies))
-			m1 := byBody[body1]
-			check(aws.StringValue(m1.MessageId) == id1, "MessageId %s != %s", aws.StringValue(m1.MessageId), id1)
-			check(sameAttributes(m1.MessageAttributes, attrs1), "MessageAttributes %s", show(m1.MessageAttributes))
-			check(aws.StringValue(m1.MD5OfBody) == md5Hex([]byte(body1)), "MD5OfBody %s", aws.StringValue(m1.MD5OfBody))
-			check(aws.StringValue(m1.MD5OfMessageAttributes) == md5Attrs1, "MD5OfMessageAttributes %s", aws.StringValue(m1.MD5OfMessageAttributes))
+			want := sqscore.Set(sqscore.Body1, "sqs-core batch one", "sqs-core batch two")
+			sqscore.Check(len(r.Messages) == 3 && reflect.DeepEqual(sqscore.Set(bodies...), want), "received %s", sqscore.Show(bodies))
+			m1 := byBody[sqscore.Body1]
+			sqscore.Check(aws.StringValue(m1.MessageId) == id1, "MessageId %s != %s", aws.StringValue(m1.MessageId), id1)
+			sqscore.Check(sqscore.SameAttributes(plainAttrs(m1.MessageAttributes), plainAttrs(attrs1)), "MessageAttributes %s", sqscore.Show(m1.MessageAttributes))
+			sqscore.Check(aws.StringValue(m1.MD5OfBody) == sqscore.MD5Hex([]byte(sqscore.Body1)), "MD5OfBody %s", aws.StringValue(m1.MD5OfBody))
+			sqscore.Check(aws.StringValue(m1.MD5OfMessageAttributes) == md5Attrs1, "MD5OfMessageAttributes %s", aws.StringValue(m1.MD5OfMessageAttributes))
 			system := aws.StringValueMap(m1.Attributes)
-			check(system["ApproximateReceiveCount"] == "1", "Attributes %s", show(system))
-			check(digits.MatchString(system["SentTimestamp"]), "SentTimestamp in %s", show(system))
+			sqscore.Check(system["ApproximateReceiveCount"] == "1", "Attributes %s", sqscore.Show(system))
+			sqscore.Check(sqscore.Digits.MatchString(system["SentTimestamp"]), "SentTimestamp in %s", sqscore.Show(system))
 			h1 = aws.StringValue(m1.ReceiptHandle)
 			hb1 = aws.StringValue(byBody["sqs-core batch one"].ReceiptHandle)
 			hb2 = aws.StringValue(byBody["sqs-core batch two"].ReceiptHandle)
@@ -450,7 +354,7 @@ func run() int {
 			_, err := c.ChangeMessageVisibility(&sqs.ChangeMessageVisibilityInput{
 				QueueUrl: aws.String(url), ReceiptHandle: aws.String(h1), VisibilityTimeout: aws.Int64(60),
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"change-message-visibility-batch", func() error {
@@ -461,18 +365,18 @@ func run() int {
 					{Id: aws.String("c2"), ReceiptHandle: aws.String(hb2), VisibilityTimeout: aws.Int64(60)},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("c1", "c2")), "Successful %s", show(r.Successful))
-			check(len(r.Failed) == 0, "Failed %s", show(r.Failed))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("c1", "c2")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
 			return nil
 		}},
 		{"delete-message", func() error {
 			_, err := c.DeleteMessage(&sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h1)})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"delete-message-invalid-handle", func() error {
-			_, err := c.DeleteMessage(&sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(badHandle)})
+			_, err := c.DeleteMessage(&sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(sqscore.BadHandle)})
 			expectError(err, "ReceiptHandleIsInvalid")
 			return nil
 		}},
@@ -481,16 +385,16 @@ func run() int {
 				QueueUrl: aws.String(url),
 				Entries: []*sqs.DeleteMessageBatchRequestEntry{
 					{Id: aws.String("d1"), ReceiptHandle: aws.String(hb1)},
-					{Id: aws.String("d2"), ReceiptHandle: aws.String(badHandle)},
+					{Id: aws.String("d2"), ReceiptHandle: aws.String(sqscore.BadHandle)},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("d1")), "Successful %s", show(r.Successful))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("d1")), "Successful %s", sqscore.Show(r.Successful))
 			f := r.Failed
-			check(len(f) == 1 &&
+			sqscore.Check(len(f) == 1 &&
 				aws.StringValue(f[0].Id) == "d2" &&
 				aws.StringValue(f[0].Code) == "ReceiptHandleIsInvalid" &&
-				aws.BoolValue(f[0].SenderFault), "Failed %s", show(f))
+				aws.BoolValue(f[0].SenderFault), "Failed %s", sqscore.Show(f))
 			return nil
 		}},
 		{"get-queue-attributes-counts", func() error {
@@ -502,108 +406,90 @@ func run() int {
 			r, err := c.GetQueueAttributes(&sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(url), AttributeNames: aws.StringSlice(names),
 			})
-			must(err)
+			sqscore.Must(err)
 			got := aws.StringValueMap(r.Attributes)
 			counts := []string{got[names[0]], got[names[1]], got[names[2]]}
-			check(reflect.DeepEqual(counts, []string{"0", "1", "1"}), "counts %s", show(got))
+			sqscore.Check(reflect.DeepEqual(counts, []string{"0", "1", "1"}), "counts %s", sqscore.Show(got))
 			return nil
 		}},
 		{"purge-queue", func() error {
 			_, err := c.PurgeQueue(&sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"receive-after-purge", func() error {
 			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(url), MaxNumberOfMessages: aws.Int64(10), WaitTimeSeconds: aws.Int64(0),
 			})
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"create-dead-letter-queue", func() error {
 			r, err := c.CreateQueue(&sqs.CreateQueueInput{QueueName: aws.String(deadQ)})
-			must(err)
+			sqscore.Must(err)
 			deadURL = aws.StringValue(r.QueueUrl)
-			check(strings.HasSuffix(deadURL, "/"+account+"/"+deadQ), "queue URL %s", deadURL)
+			sqscore.Check(strings.HasSuffix(deadURL, "/"+sqscore.Account+"/"+deadQ), "queue URL %s", deadURL)
 			return nil
 		}},
 		{"create-redrive-queue", func() error {
-			policy := `{"deadLetterTargetArn":"` + arn(deadQ) + `","maxReceiveCount":"1"}`
+			policy := `{"deadLetterTargetArn":"` + sqscore.ARN(deadQ) + `","maxReceiveCount":"1"}`
 			r, err := c.CreateQueue(&sqs.CreateQueueInput{
 				QueueName:  aws.String(retryQ),
 				Attributes: map[string]*string{"RedrivePolicy": aws.String(policy)},
 			})
-			must(err)
+			sqscore.Must(err)
 			retryURL = aws.StringValue(r.QueueUrl)
-			check(strings.HasSuffix(retryURL, "/"+account+"/"+retryQ), "queue URL %s", retryURL)
+			sqscore.Check(strings.HasSuffix(retryURL, "/"+sqscore.Account+"/"+retryQ), "queue URL %s", retryURL)
 			return nil
 		}},
 		{"send-poison", func() error {
 			r, err := c.SendMessage(&sqs.SendMessageInput{QueueUrl: aws.String(retryURL), MessageBody: aws.String("sqs-core poison")})
-			must(err)
+			sqscore.Must(err)
 			idp = aws.StringValue(r.MessageId)
-			check(idp != "", "no MessageId")
+			sqscore.Check(idp != "", "no MessageId")
 			return nil
 		}},
 		{"receive-poison", func() error {
-			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
-				QueueUrl:          aws.String(retryURL),
-				AttributeNames:    aws.StringSlice([]string{"ApproximateReceiveCount"}),
-				VisibilityTimeout: aws.Int64(0),
-				WaitTimeSeconds:   aws.Int64(5),
-			})
-			must(err)
-			check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
-			m := r.Messages[0]
-			check(aws.StringValue(m.MessageId) == idp, "MessageId %s", aws.StringValue(m.MessageId))
+			m := receivePoison(retryURL, "ApproximateReceiveCount")
 			count := aws.StringValue(m.Attributes["ApproximateReceiveCount"])
-			check(count == "1", "ApproximateReceiveCount %s", count)
+			sqscore.Check(count == "1", "ApproximateReceiveCount %s", count)
 			return nil
 		}},
 		{"receive-poison-again", func() error {
 			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{QueueUrl: aws.String(retryURL), WaitTimeSeconds: aws.Int64(0)})
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"receive-dead-letter", func() error {
-			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
-				QueueUrl:          aws.String(deadURL),
-				AttributeNames:    aws.StringSlice([]string{"All"}),
-				VisibilityTimeout: aws.Int64(0),
-				WaitTimeSeconds:   aws.Int64(5),
-			})
-			must(err)
-			check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
-			m := r.Messages[0]
-			check(aws.StringValue(m.MessageId) == idp, "MessageId %s", aws.StringValue(m.MessageId))
-			check(aws.StringValue(m.Body) == "sqs-core poison", "Body %s", aws.StringValue(m.Body))
+			m := receivePoison(deadURL, "All")
+			sqscore.Check(aws.StringValue(m.Body) == "sqs-core poison", "Body %s", aws.StringValue(m.Body))
 			return nil
 		}},
 		{"list-dead-letter-source-queues", func() error {
 			r, err := c.ListDeadLetterSourceQueues(&sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(deadURL)})
-			must(err)
+			sqscore.Must(err)
 			urls := aws.StringValueSlice(r.QueueUrls)
-			check(reflect.DeepEqual(urls, []string{retryURL}), "queueUrls %s", show(urls))
+			sqscore.Check(reflect.DeepEqual(urls, []string{retryURL}), "queueUrls %s", sqscore.Show(urls))
 			return nil
 		}},
 		{"send-dead-letter-direct", func() error {
 			r, err := c.SendMessage(&sqs.SendMessageInput{QueueUrl: aws.String(deadURL), MessageBody: aws.String("sqs-core poison")})
-			must(err)
-			check(aws.StringValue(r.MessageId) != "", "no MessageId")
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.MessageId) != "", "no MessageId")
 			return nil
 		}},
-		{"start-message-move-task", func() error { return errSkipped }},
-		{"list-message-move-tasks", func() error { return errSkipped }},
-		{"cancel-message-move-task", func() error { return errSkipped }},
+		{"start-message-move-task", func() error { return sqscore.ErrSkipped }},
+		{"list-message-move-tasks", func() error { return sqscore.ErrSkipped }},
+		{"cancel-message-move-task", func() error { return sqscore.ErrSkipped }},
 		{"receive-moved", func() error {
 			// No task ran (steps 36-38), so nothing moved: RETRY stays empty for the whole wait.
 			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(retryURL), MaxNumberOfMessages: aws.Int64(10), WaitTimeSeconds: aws.Int64(5),
 			})
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"receive-not-moved", func() error {
@@ -611,17 +497,17 @@ func run() int {
 			r, err := c.ReceiveMessage(&sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(deadURL), MaxNumberOfMessages: aws.Int64(10), WaitTimeSeconds: aws.Int64(5),
 			})
-			must(err)
-			check(len(r.Messages) == 2, "received %d messages", len(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 2, "received %d messages", len(r.Messages))
 			for _, m := range r.Messages {
-				check(aws.StringValue(m.Body) == "sqs-core poison", "Body %s", aws.StringValue(m.Body))
+				sqscore.Check(aws.StringValue(m.Body) == "sqs-core poison", "Body %s", aws.StringValue(m.Body))
 			}
 			return nil
 		}},
 		{"delete-queues", func() error {
 			for _, u := range []string{url, retryURL, deadURL} {
 				_, err := c.DeleteQueue(&sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-				must(err)
+				sqscore.Must(err)
 			}
 			return nil
 		}},
@@ -632,46 +518,16 @@ func run() int {
 		}},
 		{"list-queues-empty", func() error {
 			r, err := c.ListQueues(&sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-			must(err)
-			check(len(r.QueueUrls) == 0, "ListQueues answered %s", show(aws.StringValueSlice(r.QueueUrls)))
+			sqscore.Must(err)
+			sqscore.Check(len(r.QueueUrls) == 0, "ListQueues answered %s", sqscore.Show(aws.StringValueSlice(r.QueueUrls)))
 			return nil
 		}},
 	}
 
-	for i, s := range steps {
-		if err := runStep(s); err != nil {
-			if errors.Is(err, errSkipped) {
-				fmt.Printf("step %d %s: skipped (not in aws-sdk-go %s's SQS API)\n", i+1, s.name, aws.SDKVersion)
-				continue
-			}
-			fmt.Fprintf(os.Stderr, "step %d %s failed: %v\n", i+1, s.name, err)
-			return 1
-		}
-		fmt.Printf("step %d %s: ok\n", i+1, s.name)
+	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go %s's SQS API", aws.SDKVersion) }
+	if !sqscore.RunSteps(steps, skipped) {
+		return 1
 	}
-	fmt.Println(scenarioLine(aws.SDKVersion))
+	fmt.Println(sqscore.ScenarioLine(client, aws.SDKVersion))
 	return 0
-}
-
-// runStep turns a failed check (a panic with stepFailed) into an error.
-func runStep(s step) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(stepFailed)
-			if !ok {
-				panic(r)
-			}
-			err = f
-		}
-	}()
-	return s.run()
-}
-
-// scenarioLine is the contract's last stdout line, laid out as the other programs print it.
-func scenarioLine(version string) string {
-	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	return fmt.Sprintf(`SCENARIO {"client": %s, "version": %s, "scenario": %s}`, q(client), q(version), q(scenario))
 }

@@ -22,20 +22,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -45,116 +38,44 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"sqscore"
 )
 
-const (
-	client      = "aws-sdk-go-v2"
-	scenario    = "sqs-core"
-	body1       = "sqs-core message one"
-	badHandle   = "not-a-receipt-handle"
-	account     = "000000000000"
-	httpTimeout = 30 * time.Second
-)
+const client = "aws-sdk-go-v2"
 
-var (
-	blob   = []byte("\x00\x01\x02okuri\xff")
-	attrs1 = map[string]types.MessageAttributeValue{
-		"kind":  {DataType: aws.String("String"), StringValue: aws.String("greeting")},
-		"count": {DataType: aws.String("Number"), StringValue: aws.String("42")},
-		"blob":  {DataType: aws.String("Binary"), BinaryValue: blob},
-	}
-	hexMD5 = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	digits = regexp.MustCompile(`^[0-9]+$`)
-)
-
-// errSkipped marks a step this SDK cannot express.
-var errSkipped = errors.New("skipped")
-
-type stepFailed struct{ what string }
-
-func (e stepFailed) Error() string { return e.what }
-
-func check(ok bool, format string, args ...any) {
-	if !ok {
-		panic(stepFailed{fmt.Sprintf(format, args...)})
-	}
-}
-
-// must fails the step on an unexpected SDK error.
-func must(err error) {
-	if err != nil {
-		panic(stepFailed{"unexpected error: " + err.Error()})
-	}
+var attrs1 = map[string]types.MessageAttributeValue{
+	"kind":  {DataType: aws.String("String"), StringValue: aws.String("greeting")},
+	"count": {DataType: aws.String("Number"), StringValue: aws.String("42")},
+	"blob":  {DataType: aws.String("Binary"), BinaryValue: sqscore.Blob},
 }
 
 // expectError checks that err is an SDK error with one of the codes (legacy query code or shape
 // name).
 func expectError(err error, codes ...string) {
-	want := strings.Join(codes, " or ")
-	check(err != nil, "expected error %s, the call succeeded", want)
+	sqscore.ExpectError(apiError, err, codes...)
+}
+
+// apiError reads the error the SDK parsed from a response (smithy.APIError).
+func apiError(err error) (code, message string, ok bool) {
 	var aerr smithy.APIError
-	check(errors.As(err, &aerr), "expected error %s, got a non-API error: %v", want, err)
-	for _, c := range codes {
-		if aerr.ErrorCode() == c {
-			return
-		}
+	if !errors.As(err, &aerr) {
+		return "", "", false
 	}
-	check(false, "expected error %s, got %s: %s", want, aerr.ErrorCode(), aerr.ErrorMessage())
+	return aerr.ErrorCode(), aerr.ErrorMessage(), true
 }
 
-func md5Hex(data []byte) string {
-	sum := md5.Sum(data)
-	return hex.EncodeToString(sum[:])
-}
-
-func arn(queue string) string { return "arn:aws:sqs:us-east-1:" + account + ":" + queue }
-
-// md5OfAttributes is SQS's digest of message attributes: names sorted; for each, length-prefixed
-// name, data type and value, with a transport byte (1 string, 2 binary) before the value.
-func md5OfAttributes(attrs map[string]types.MessageAttributeValue) string {
-	var buf bytes.Buffer
-	prefixed := func(b []byte) {
-		_ = binary.Write(&buf, binary.BigEndian, uint32(len(b)))
-		buf.Write(b)
-	}
-	names := make([]string, 0, len(attrs))
-	for name := range attrs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		v := attrs[name]
-		prefixed([]byte(name))
-		prefixed([]byte(aws.ToString(v.DataType)))
-		if v.BinaryValue != nil {
-			buf.WriteByte(2)
-			prefixed(v.BinaryValue)
-		} else {
-			buf.WriteByte(1)
-			prefixed([]byte(aws.ToString(v.StringValue)))
+// plainAttrs are message attributes in the form sqscore's digest and comparison take.
+func plainAttrs(attrs map[string]types.MessageAttributeValue) map[string]sqscore.Attribute {
+	out := make(map[string]sqscore.Attribute, len(attrs))
+	for name, v := range attrs {
+		out[name] = sqscore.Attribute{
+			DataType:    aws.ToString(v.DataType),
+			StringValue: aws.ToString(v.StringValue),
+			BinaryValue: v.BinaryValue,
 		}
 	}
-	return md5Hex(buf.Bytes())
-}
-
-func sameAttributes(got, want map[string]types.MessageAttributeValue) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for name, w := range want {
-		g, ok := got[name]
-		if !ok || aws.ToString(g.DataType) != aws.ToString(w.DataType) {
-			return false
-		}
-		if w.BinaryValue != nil {
-			if !bytes.Equal(g.BinaryValue, w.BinaryValue) {
-				return false
-			}
-		} else if aws.ToString(g.StringValue) != aws.ToString(w.StringValue) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 func ids(entries any) map[string]bool {
@@ -176,56 +97,22 @@ func ids(entries any) map[string]bool {
 	return out
 }
 
-func set(items ...string) map[string]bool {
-	out := map[string]bool{}
-	for _, i := range items {
-		out[i] = true
-	}
-	return out
-}
-
-func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-func env(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-type step struct {
-	name string
-	run  func() error
-}
-
 func main() {
 	os.Exit(run())
 }
 
 func run() int {
-	prefix := env("OKURI_SCENARIO_PREFIX")
-	if prefix == "" {
-		prefix = "go-v2-"
-	}
-	endpoint := env("AWS_ENDPOINT_URL")
-	if endpoint == "" {
-		fmt.Fprintln(os.Stderr, "AWS_ENDPOINT_URL is not set: point it at okuri")
+	settings, err := sqscore.ReadSettings("go-v2-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	region := env("AWS_REGION", "AWS_DEFAULT_REGION")
+	prefix := settings.Prefix
 	ctx := context.Background()
 	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion(region),
+		config.WithRegion(settings.Region),
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(httpTimeout)),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(sqscore.HTTPTimeout)),
 	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cannot load the SDK configuration:", err)
@@ -233,7 +120,7 @@ func run() int {
 	}
 	var sqsVersion string
 	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.EndpointResolver = sqs.EndpointResolverFromURL(endpoint)
+		o.EndpointResolver = sqs.EndpointResolverFromURL(settings.Endpoint)
 		o.APIOptions = append(o.APIOptions, skipInputValidation, captureModuleVersion(&sqsVersion))
 	})
 
@@ -244,22 +131,38 @@ func run() int {
 	}
 	var url, deadURL, retryURL, id1, md5Attrs1, h1, hb1, hb2, idp string
 
-	steps := []step{
+	// receivePoison receives from queueURL (whose own VisibilityTimeout is 0, steps 28 and 29),
+	// asking for one attribute, and checks that the one message it answers is the poison
+	// message (steps 31 and 33).
+	receivePoison := func(queueURL string, attribute types.QueueAttributeName) types.Message {
+		r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:        aws.String(queueURL),
+			AttributeNames:  []types.QueueAttributeName{attribute},
+			WaitTimeSeconds: int32(5),
+		})
+		sqscore.Must(err)
+		sqscore.Check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
+		m := r.Messages[0]
+		sqscore.Check(aws.ToString(m.MessageId) == idp, "MessageId %s", aws.ToString(m.MessageId))
+		return m
+	}
+
+	steps := []sqscore.Step{
 		{"create-queue", func() error {
 			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
 				QueueName:  aws.String(mainQ),
 				Attributes: attributes,
 				Tags:       map[string]string{"team": "compat", "tier": "test"},
 			})
-			must(err)
+			sqscore.Must(err)
 			url = aws.ToString(r.QueueUrl)
-			check(strings.HasSuffix(url, "/"+account+"/"+mainQ), "queue URL %s", url)
+			sqscore.Check(strings.HasSuffix(url, "/"+sqscore.Account+"/"+mainQ), "queue URL %s", url)
 			return nil
 		}},
 		{"create-queue-idempotent", func() error {
 			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(mainQ), Attributes: attributes})
-			must(err)
-			check(aws.ToString(r.QueueUrl) == url, "second create answered %s", aws.ToString(r.QueueUrl))
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.QueueUrl) == url, "second create answered %s", aws.ToString(r.QueueUrl))
 			return nil
 		}},
 		{"create-queue-conflict", func() error {
@@ -275,8 +178,8 @@ func run() int {
 		}},
 		{"get-queue-url", func() error {
 			r, err := c.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(mainQ)})
-			must(err)
-			check(aws.ToString(r.QueueUrl) == url, "GetQueueUrl answered %s", aws.ToString(r.QueueUrl))
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.QueueUrl) == url, "GetQueueUrl answered %s", aws.ToString(r.QueueUrl))
 			return nil
 		}},
 		{"get-queue-url-missing", func() error {
@@ -286,9 +189,9 @@ func run() int {
 		}},
 		{"list-queues", func() error {
 			r, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-			must(err)
+			sqscore.Must(err)
 			urls := r.QueueUrls
-			check(reflect.DeepEqual(urls, []string{url}), "ListQueues answered %s", show(urls))
+			sqscore.Check(reflect.DeepEqual(urls, []string{url}), "ListQueues answered %s", sqscore.Show(urls))
 			return nil
 		}},
 		{"set-queue-attributes", func() error {
@@ -296,20 +199,20 @@ func run() int {
 				QueueUrl:   aws.String(url),
 				Attributes: map[string]string{"VisibilityTimeout": "20"},
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"get-queue-attributes", func() error {
 			r, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{"All"},
 			})
-			must(err)
+			sqscore.Must(err)
 			got := r.Attributes
 			want := map[string]string{
 				"VisibilityTimeout":           "20",
 				"MessageRetentionPeriod":      "86400",
 				"DelaySeconds":                "0",
-				"QueueArn":                    arn(mainQ),
+				"QueueArn":                    sqscore.ARN(mainQ),
 				"ApproximateNumberOfMessages": "0",
 			}
 			wrong := map[string]string{}
@@ -318,61 +221,62 @@ func run() int {
 					wrong[k] = got[k]
 				}
 			}
-			check(len(wrong) == 0, "attributes differ: %s", show(wrong))
+			sqscore.Check(len(wrong) == 0, "attributes differ: %s", sqscore.Show(wrong))
 			return nil
 		}},
 		{"tag-queue", func() error {
 			_, err := c.TagQueue(ctx, &sqs.TagQueueInput{
 				QueueUrl: aws.String(url), Tags: map[string]string{"stage": "replay"},
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"list-queue-tags", func() error {
 			r, err := c.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			tags := r.Tags
 			want := map[string]string{"team": "compat", "tier": "test", "stage": "replay"}
-			check(reflect.DeepEqual(tags, want), "tags %s", show(tags))
+			sqscore.Check(reflect.DeepEqual(tags, want), "tags %s", sqscore.Show(tags))
 			return nil
 		}},
 		{"untag-queue", func() error {
 			_, err := c.UntagQueue(ctx, &sqs.UntagQueueInput{
 				QueueUrl: aws.String(url), TagKeys: []string{"tier"},
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"list-queue-tags-after-untag", func() error {
 			r, err := c.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			tags := r.Tags
 			want := map[string]string{"team": "compat", "stage": "replay"}
-			check(reflect.DeepEqual(tags, want), "tags %s", show(tags))
+			sqscore.Check(reflect.DeepEqual(tags, want), "tags %s", sqscore.Show(tags))
 			return nil
 		}},
 		{"send-message", func() error {
 			// The SDK itself checks MD5OfMessageBody; MD5OfMessageAttributes is checked here.
 			r, err := c.SendMessage(ctx, &sqs.SendMessageInput{
 				QueueUrl:          aws.String(url),
-				MessageBody:       aws.String(body1),
+				MessageBody:       aws.String(sqscore.Body1),
 				MessageAttributes: attrs1,
 				// DelaySeconds 0: this SDK never sends a zero; 0 is the default.
 			})
-			must(err)
+			sqscore.Must(err)
 			id1, md5Attrs1 = aws.ToString(r.MessageId), aws.ToString(r.MD5OfMessageAttributes)
-			check(id1 != "", "no MessageId")
-			check(aws.ToString(r.MD5OfMessageBody) == md5Hex([]byte(body1)), "MD5OfMessageBody %s", aws.ToString(r.MD5OfMessageBody))
-			check(hexMD5.MatchString(md5Attrs1), "MD5OfMessageAttributes %q", md5Attrs1)
-			check(md5Attrs1 == md5OfAttributes(attrs1), "MD5OfMessageAttributes %s, computed %s", md5Attrs1, md5OfAttributes(attrs1))
+			sqscore.Check(id1 != "", "no MessageId")
+			sqscore.Check(aws.ToString(r.MD5OfMessageBody) == sqscore.MD5Hex([]byte(sqscore.Body1)), "MD5OfMessageBody %s", aws.ToString(r.MD5OfMessageBody))
+			sqscore.Check(sqscore.HexMD5.MatchString(md5Attrs1), "MD5OfMessageAttributes %q", md5Attrs1)
+			want := sqscore.MD5OfAttributes(plainAttrs(attrs1))
+			sqscore.Check(md5Attrs1 == want, "MD5OfMessageAttributes %s, computed %s", md5Attrs1, want)
 			return nil
 		}},
 		{"send-message-delayed", func() error {
 			r, err := c.SendMessage(ctx, &sqs.SendMessageInput{
 				QueueUrl: aws.String(url), MessageBody: aws.String("sqs-core delayed"), DelaySeconds: int32(900),
 			})
-			must(err)
-			check(aws.ToString(r.MessageId) != "", "no MessageId")
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.MessageId) != "", "no MessageId")
 			return nil
 		}},
 		{"send-message-batch", func() error {
@@ -386,14 +290,14 @@ func run() int {
 					{Id: aws.String("b2"), MessageBody: aws.String("sqs-core batch two"), MessageAttributes: batchAttrs},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("b1", "b2")), "Successful %s", show(r.Successful))
-			check(len(r.Failed) == 0, "Failed %s", show(r.Failed))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("b1", "b2")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
 			bodies := map[string]string{"b1": "sqs-core batch one", "b2": "sqs-core batch two"}
 			for _, e := range r.Successful {
-				check(aws.ToString(e.MD5OfMessageBody) == md5Hex([]byte(bodies[aws.ToString(e.Id)])), "MD5 of %s", show(e))
+				sqscore.Check(aws.ToString(e.MD5OfMessageBody) == sqscore.MD5Hex([]byte(bodies[aws.ToString(e.Id)])), "MD5 of %s", sqscore.Show(e))
 				if aws.ToString(e.Id) == "b2" {
-					check(aws.ToString(e.MD5OfMessageAttributes) == md5OfAttributes(batchAttrs), "MD5OfMessageAttributes of %s", show(e))
+					sqscore.Check(aws.ToString(e.MD5OfMessageAttributes) == sqscore.MD5OfAttributes(plainAttrs(batchAttrs)), "MD5OfMessageAttributes of %s", sqscore.Show(e))
 				}
 			}
 			return nil
@@ -436,7 +340,7 @@ func run() int {
 				MaxNumberOfMessages:   int32(10),
 				WaitTimeSeconds:       int32(5),
 			})
-			must(err)
+			sqscore.Must(err)
 			byBody := map[string]types.Message{}
 			bodies := []string{}
 			for _, m := range r.Messages {
@@ -444,16 +348,16 @@ func run() int {
 				bodies = append(bodies, aws.ToString(m.Body))
 			}
 			sort.Strings(bodies)
-			want := set(body1, "sqs-core batch one", "sqs-core batch two")
-			check(len(r.Messages) == 3 && reflect.DeepEqual(set(bodies...), want), "received %s", show(bodies))
-			m1 := byBody[body1]
-			check(aws.ToString(m1.MessageId) == id1, "MessageId %s != %s", aws.ToString(m1.MessageId), id1)
-			check(sameAttributes(m1.MessageAttributes, attrs1), "MessageAttributes %s", show(m1.MessageAttributes))
-			check(aws.ToString(m1.MD5OfBody) == md5Hex([]byte(body1)), "MD5OfBody %s", aws.ToString(m1.MD5OfBody))
-			check(aws.ToString(m1.MD5OfMessageAttributes) == md5Attrs1, "MD5OfMessageAttributes %s", aws.ToString(m1.MD5OfMessageAttributes))
+			want := sqscore.Set(sqscore.Body1, "sqs-core batch one", "sqs-core batch two")
+			sqscore.Check(len(r.Messages) == 3 && reflect.DeepEqual(sqscore.Set(bodies...), want), "received %s", sqscore.Show(bodies))
+			m1 := byBody[sqscore.Body1]
+			sqscore.Check(aws.ToString(m1.MessageId) == id1, "MessageId %s != %s", aws.ToString(m1.MessageId), id1)
+			sqscore.Check(sqscore.SameAttributes(plainAttrs(m1.MessageAttributes), plainAttrs(attrs1)), "MessageAttributes %s", sqscore.Show(m1.MessageAttributes))
+			sqscore.Check(aws.ToString(m1.MD5OfBody) == sqscore.MD5Hex([]byte(sqscore.Body1)), "MD5OfBody %s", aws.ToString(m1.MD5OfBody))
+			sqscore.Check(aws.ToString(m1.MD5OfMessageAttributes) == md5Attrs1, "MD5OfMessageAttributes %s", aws.ToString(m1.MD5OfMessageAttributes))
 			system := m1.Attributes
-			check(system["ApproximateReceiveCount"] == "1", "Attributes %s", show(system))
-			check(digits.MatchString(system["SentTimestamp"]), "SentTimestamp in %s", show(system))
+			sqscore.Check(system["ApproximateReceiveCount"] == "1", "Attributes %s", sqscore.Show(system))
+			sqscore.Check(sqscore.Digits.MatchString(system["SentTimestamp"]), "SentTimestamp in %s", sqscore.Show(system))
 			h1 = aws.ToString(m1.ReceiptHandle)
 			hb1 = aws.ToString(byBody["sqs-core batch one"].ReceiptHandle)
 			hb2 = aws.ToString(byBody["sqs-core batch two"].ReceiptHandle)
@@ -463,7 +367,7 @@ func run() int {
 			_, err := c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 				QueueUrl: aws.String(url), ReceiptHandle: aws.String(h1), VisibilityTimeout: int32(60),
 			})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"change-message-visibility-batch", func() error {
@@ -474,18 +378,18 @@ func run() int {
 					{Id: aws.String("c2"), ReceiptHandle: aws.String(hb2), VisibilityTimeout: int32(60)},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("c1", "c2")), "Successful %s", show(r.Successful))
-			check(len(r.Failed) == 0, "Failed %s", show(r.Failed))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("c1", "c2")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
 			return nil
 		}},
 		{"delete-message", func() error {
 			_, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h1)})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"delete-message-invalid-handle", func() error {
-			_, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(badHandle)})
+			_, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(sqscore.BadHandle)})
 			expectError(err, "ReceiptHandleIsInvalid")
 			return nil
 		}},
@@ -494,16 +398,16 @@ func run() int {
 				QueueUrl: aws.String(url),
 				Entries: []types.DeleteMessageBatchRequestEntry{
 					{Id: aws.String("d1"), ReceiptHandle: aws.String(hb1)},
-					{Id: aws.String("d2"), ReceiptHandle: aws.String(badHandle)},
+					{Id: aws.String("d2"), ReceiptHandle: aws.String(sqscore.BadHandle)},
 				},
 			})
-			must(err)
-			check(reflect.DeepEqual(ids(r.Successful), set("d1")), "Successful %s", show(r.Successful))
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("d1")), "Successful %s", sqscore.Show(r.Successful))
 			f := r.Failed
-			check(len(f) == 1 &&
+			sqscore.Check(len(f) == 1 &&
 				aws.ToString(f[0].Id) == "d2" &&
 				aws.ToString(f[0].Code) == "ReceiptHandleIsInvalid" &&
-				f[0].SenderFault, "Failed %s", show(f))
+				f[0].SenderFault, "Failed %s", sqscore.Show(f))
 			return nil
 		}},
 		{"get-queue-attributes-counts", func() error {
@@ -515,23 +419,23 @@ func run() int {
 			r, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(url), AttributeNames: attributeNames(names),
 			})
-			must(err)
+			sqscore.Must(err)
 			got := r.Attributes
 			counts := []string{got[names[0]], got[names[1]], got[names[2]]}
-			check(reflect.DeepEqual(counts, []string{"0", "1", "1"}), "counts %s", show(got))
+			sqscore.Check(reflect.DeepEqual(counts, []string{"0", "1", "1"}), "counts %s", sqscore.Show(got))
 			return nil
 		}},
 		{"purge-queue", func() error {
 			_, err := c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
-			must(err)
+			sqscore.Must(err)
 			return nil
 		}},
 		{"receive-after-purge", func() error {
 			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(url), MaxNumberOfMessages: int32(10), // WaitTimeSeconds 0: the default
 			})
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"create-dead-letter-queue", func() error {
@@ -540,86 +444,70 @@ func run() int {
 				// VisibilityTimeout "0": this SDK cannot send ReceiveMessage's VisibilityTimeout 0.
 				Attributes: map[string]string{"VisibilityTimeout": "0"},
 			})
-			must(err)
+			sqscore.Must(err)
 			deadURL = aws.ToString(r.QueueUrl)
-			check(strings.HasSuffix(deadURL, "/"+account+"/"+deadQ), "queue URL %s", deadURL)
+			sqscore.Check(strings.HasSuffix(deadURL, "/"+sqscore.Account+"/"+deadQ), "queue URL %s", deadURL)
 			return nil
 		}},
 		{"create-redrive-queue", func() error {
-			policy := `{"deadLetterTargetArn":"` + arn(deadQ) + `","maxReceiveCount":"1"}`
+			policy := `{"deadLetterTargetArn":"` + sqscore.ARN(deadQ) + `","maxReceiveCount":"1"}`
 			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
 				QueueName: aws.String(retryQ),
 				// VisibilityTimeout "0": this SDK cannot send ReceiveMessage's VisibilityTimeout 0.
 				Attributes: map[string]string{"RedrivePolicy": policy, "VisibilityTimeout": "0"},
 			})
-			must(err)
+			sqscore.Must(err)
 			retryURL = aws.ToString(r.QueueUrl)
-			check(strings.HasSuffix(retryURL, "/"+account+"/"+retryQ), "queue URL %s", retryURL)
+			sqscore.Check(strings.HasSuffix(retryURL, "/"+sqscore.Account+"/"+retryQ), "queue URL %s", retryURL)
 			return nil
 		}},
 		{"send-poison", func() error {
 			r, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(retryURL), MessageBody: aws.String("sqs-core poison")})
-			must(err)
+			sqscore.Must(err)
 			idp = aws.ToString(r.MessageId)
-			check(idp != "", "no MessageId")
+			sqscore.Check(idp != "", "no MessageId")
 			return nil
 		}},
 		{"receive-poison", func() error {
-			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-				QueueUrl:        aws.String(retryURL),
-				AttributeNames:  []types.QueueAttributeName{"ApproximateReceiveCount"},
-				WaitTimeSeconds: int32(5), // VisibilityTimeout 0 is the queue's own (step 29)
-			})
-			must(err)
-			check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
-			m := r.Messages[0]
-			check(aws.ToString(m.MessageId) == idp, "MessageId %s", aws.ToString(m.MessageId))
+			m := receivePoison(retryURL, "ApproximateReceiveCount")
 			count := m.Attributes["ApproximateReceiveCount"]
-			check(count == "1", "ApproximateReceiveCount %s", count)
+			sqscore.Check(count == "1", "ApproximateReceiveCount %s", count)
 			return nil
 		}},
 		{"receive-poison-again", func() error {
 			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(retryURL)}) // WaitTimeSeconds 0
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"receive-dead-letter", func() error {
-			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-				QueueUrl:        aws.String(deadURL),
-				AttributeNames:  []types.QueueAttributeName{"All"},
-				WaitTimeSeconds: int32(5), // VisibilityTimeout 0 is the queue's own (step 28)
-			})
-			must(err)
-			check(len(r.Messages) == 1, "received %d messages", len(r.Messages))
-			m := r.Messages[0]
-			check(aws.ToString(m.MessageId) == idp, "MessageId %s", aws.ToString(m.MessageId))
-			check(aws.ToString(m.Body) == "sqs-core poison", "Body %s", aws.ToString(m.Body))
+			m := receivePoison(deadURL, "All")
+			sqscore.Check(aws.ToString(m.Body) == "sqs-core poison", "Body %s", aws.ToString(m.Body))
 			return nil
 		}},
 		{"list-dead-letter-source-queues", func() error {
 			r, err := c.ListDeadLetterSourceQueues(ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(deadURL)})
-			must(err)
+			sqscore.Must(err)
 			urls := r.QueueUrls
-			check(reflect.DeepEqual(urls, []string{retryURL}), "queueUrls %s", show(urls))
+			sqscore.Check(reflect.DeepEqual(urls, []string{retryURL}), "queueUrls %s", sqscore.Show(urls))
 			return nil
 		}},
 		{"send-dead-letter-direct", func() error {
 			r, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(deadURL), MessageBody: aws.String("sqs-core poison")})
-			must(err)
-			check(aws.ToString(r.MessageId) != "", "no MessageId")
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.MessageId) != "", "no MessageId")
 			return nil
 		}},
-		{"start-message-move-task", func() error { return errSkipped }},
-		{"list-message-move-tasks", func() error { return errSkipped }},
-		{"cancel-message-move-task", func() error { return errSkipped }},
+		{"start-message-move-task", func() error { return sqscore.ErrSkipped }},
+		{"list-message-move-tasks", func() error { return sqscore.ErrSkipped }},
+		{"cancel-message-move-task", func() error { return sqscore.ErrSkipped }},
 		{"receive-moved", func() error {
 			// No task ran (steps 36-38), so nothing moved: RETRY stays empty for the whole wait.
 			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(retryURL), MaxNumberOfMessages: int32(10), WaitTimeSeconds: int32(5),
 			})
-			must(err)
-			check(len(r.Messages) == 0, "received %s", show(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 0, "received %s", sqscore.Show(r.Messages))
 			return nil
 		}},
 		{"receive-not-moved", func() error {
@@ -627,17 +515,17 @@ func run() int {
 			r, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 				QueueUrl: aws.String(deadURL), MaxNumberOfMessages: int32(10), WaitTimeSeconds: int32(5),
 			})
-			must(err)
-			check(len(r.Messages) == 2, "received %d messages", len(r.Messages))
+			sqscore.Must(err)
+			sqscore.Check(len(r.Messages) == 2, "received %d messages", len(r.Messages))
 			for _, m := range r.Messages {
-				check(aws.ToString(m.Body) == "sqs-core poison", "Body %s", aws.ToString(m.Body))
+				sqscore.Check(aws.ToString(m.Body) == "sqs-core poison", "Body %s", aws.ToString(m.Body))
 			}
 			return nil
 		}},
 		{"delete-queues", func() error {
 			for _, u := range []string{url, retryURL, deadURL} {
 				_, err := c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-				must(err)
+				sqscore.Must(err)
 			}
 			return nil
 		}},
@@ -648,24 +536,17 @@ func run() int {
 		}},
 		{"list-queues-empty", func() error {
 			r, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-			must(err)
-			check(len(r.QueueUrls) == 0, "ListQueues answered %s", show(r.QueueUrls))
+			sqscore.Must(err)
+			sqscore.Check(len(r.QueueUrls) == 0, "ListQueues answered %s", sqscore.Show(r.QueueUrls))
 			return nil
 		}},
 	}
 
-	for i, s := range steps {
-		if err := runStep(s); err != nil {
-			if errors.Is(err, errSkipped) {
-				fmt.Printf("step %d %s: skipped (not in aws-sdk-go-v2 service/sqs %s's API)\n", i+1, s.name, sqsVersion)
-				continue
-			}
-			fmt.Fprintf(os.Stderr, "step %d %s failed: %v\n", i+1, s.name, err)
-			return 1
-		}
-		fmt.Printf("step %d %s: ok\n", i+1, s.name)
+	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go-v2 service/sqs %s's API", sqsVersion) }
+	if !sqscore.RunSteps(steps, skipped) {
+		return 1
 	}
-	fmt.Println(scenarioLine(fmt.Sprintf("%s (service/sqs %s)", aws.SDKVersion, sqsVersion)))
+	fmt.Println(sqscore.ScenarioLine(client, fmt.Sprintf("%s (service/sqs %s)", aws.SDKVersion, sqsVersion)))
 	return 0
 }
 
@@ -702,27 +583,4 @@ func attributeNames(names []string) []types.QueueAttributeName {
 		out[i] = types.QueueAttributeName(n)
 	}
 	return out
-}
-
-// runStep turns a failed check (a panic with stepFailed) into an error.
-func runStep(s step) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(stepFailed)
-			if !ok {
-				panic(r)
-			}
-			err = f
-		}
-	}()
-	return s.run()
-}
-
-// scenarioLine is the contract's last stdout line, laid out as the other programs print it.
-func scenarioLine(version string) string {
-	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	return fmt.Sprintf(`SCENARIO {"client": %s, "version": %s, "scenario": %s}`, q(client), q(version), q(scenario))
 }
