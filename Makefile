@@ -44,8 +44,10 @@ record: $(STAMP) clients
 	$(BIN)/python -m compat.record $(CLIENTS)
 
 # The SDK scenario programs of compat/clients/ that tests/compat/test_live_clients.py and `make
-# record` run: aws-sdk-js v3 from npm, and aws-sdk-go v1 and v2 built in GOPATH mode against
-# Debian's packaged sources (installed with apt-get when missing). Quick when nothing changed.
+# record` run: aws-sdk-js v3 from npm, aws-sdk-go v1 and v2 built in GOPATH mode against
+# Debian's packaged sources (installed with apt-get when missing), and an older boto3 that speaks
+# the query protocol in a virtualenv of its own (remade when its requirements.txt changes).
+# Quick, and offline, when nothing changed.
 # GOPATH's first entry holds the programs' shared, SDK-independent package (src/sqscore).
 JS_CLIENT := compat/clients/js
 GO_CLIENT := compat/clients/go
@@ -59,8 +61,19 @@ GO_BUILD := cd $(GO_CLIENT) && GO111MODULE=off GOFLAGS= CGO_ENABLED=0 \
 	GOPATH=$(CURDIR)/$(GO_CLIENT):$(GOCODE) \
 	GOCACHE=$(CURDIR)/$(GO_CLIENT)/bin/.cache go build
 
+BOTO3_QUERY := compat/clients/boto3-query
+BOTO3_QUERY_VENV := $(BOTO3_QUERY)/.venv
+
 clients: $(JS_CLIENT)/node_modules/.package-lock.json $(GO_CLIENT)/bin/scenario-v1 \
-	$(GO_CLIENT)/bin/scenario-v2
+	$(GO_CLIENT)/bin/scenario-v2 $(BOTO3_QUERY_VENV)/.installed
+
+# Made anew (never upgraded in place) so it holds exactly the pins and what they need.
+$(BOTO3_QUERY_VENV)/.installed: $(BOTO3_QUERY)/requirements.txt
+	rm -rf $(BOTO3_QUERY_VENV)
+	$(PYTHON) -m venv $(BOTO3_QUERY_VENV)
+	$(BOTO3_QUERY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--no-input -r $(BOTO3_QUERY)/requirements.txt
+	touch $@
 
 $(JS_CLIENT)/node_modules/.package-lock.json: $(JS_CLIENT)/package.json $(JS_CLIENT)/package-lock.json
 	@command -v npm >/dev/null || { echo "make clients: npm not found; install Node.js 20+ with npm" >&2; exit 1; }

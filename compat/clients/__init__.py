@@ -18,6 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root; commands run from here
 SCENARIO = "sqs-core"
+# The older boto3 whose SQS model speaks the query protocol, in a virtualenv of its own.
+BOTO3_QUERY_PYTHON = "compat/clients/boto3-query/.venv/bin/python"
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,21 @@ def _executable(name: str, hint: str) -> Callable[[], str | None]:
     return check
 
 
+def _virtualenv(directory: str) -> Callable[[], str | None]:
+    """A client's own virtualenv under `directory`: installed by `make clients` (which touches
+    .venv/.installed last) from, and no older than, that directory's requirements.txt."""
+
+    def check() -> str | None:
+        stamp, pins = ROOT / directory / ".venv/.installed", ROOT / directory / "requirements.txt"
+        if not stamp.exists():
+            return f"{directory}/.venv is not installed (make clients)"
+        if pins.stat().st_mtime > stamp.stat().st_mtime:
+            return f"{directory}/.venv is older than its requirements.txt (make clients)"
+        return None
+
+    return check
+
+
 def _nothing() -> str | None:
     return None
 
@@ -97,6 +114,13 @@ CLIENTS: dict[str, Client] = {
             "boto3-",
             (),
             _python_module("boto3"),
+        ),
+        Client(
+            "boto3-query",
+            (BOTO3_QUERY_PYTHON, "compat/clients/boto3/scenario.py"),
+            "boto3q-",
+            (BOTO3_QUERY_PYTHON,),
+            _virtualenv("compat/clients/boto3-query"),
         ),
         Client(
             "aws-sdk-js-v3",

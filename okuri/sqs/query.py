@@ -1,6 +1,6 @@
 """SQS's legacy query protocol: form-encoded `Action=...` requests in, XML documents out.
 
-Older SDKs (aws-sdk-go before late 2023, aws-sdk-php, the Java v1 SDK, boto3 before 1.28) speak
+Older SDKs (aws-sdk-go and boto3 before late 2023, aws-sdk-php, the Java v1 SDK) speak
 it. Rather than a second set of actions, a query request is translated into the same members the
 AWS JSON 1.0 surface receives, and the action's JSON result is rendered back as SQS's XML, so both
 protocols share one validation path and can never disagree on behaviour.
@@ -76,6 +76,7 @@ NO_RESULT = frozenset(
 BATCH_ACTIONS = frozenset(
     {"SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch"}
 )
+_LIST_MEMBERS = frozenset(REQUEST_LISTS.values())
 # Request: a map's query element -> the JSON map member (CreateQueue's tags are renamed later).
 _MAP_OF = {element: member for member, (element, _, _) in MAPS.items() if member != "tags"}
 
@@ -139,7 +140,9 @@ def _scalar(name: str, value: Any) -> Any:
 def _members(node: Mapping[str, Any], entry_element: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in node.items():
-        if name in _MAP_OF:
+        if value == "" and (name in _LIST_MEMBERS or (entry_element and name == "Entries")):
+            out[name] = []  # botocore sends an empty list as a bare `<JSON member>=`
+        elif name in _MAP_OF:
             member = _MAP_OF[name]
             _, key_name, value_name = MAPS[member]
             out[member] = _map(value, name, key_name, value_name)

@@ -1,11 +1,11 @@
-"""Real SDKs other than boto3 run the whole sqs-core scenario against a real okuri, live.
+"""Real SDKs other than the project's boto3 run the whole sqs-core scenario against okuri, live.
 
-aws-sdk-js v3 (JSON protocol) and aws-sdk-go v1 and v2 (query protocol) each run their scenario
-program from compat/clients/ (the step list is compat/clients/README.md) against `okuri serve`
-on the local store and on S3, so a change that breaks one of these clients fails here even where
-a recording would not show it. The programs are installed and built by `make clients`, which
-`make test` runs first; a program that is not there fails its test rather than skipping, so the
-suite can never pass without them.
+aws-sdk-js v3 (JSON protocol), aws-sdk-go v1 and v2 and the older boto3 of `boto3-query` (query
+protocol) each run their scenario program from compat/clients/ (the step list is
+compat/clients/README.md) against `okuri serve` on the local store and on S3, so a change that
+breaks one of these clients fails here even where a recording would not show it. The programs
+are installed and built by `make clients`, which `make test` runs first; a program that is not
+there fails its test rather than skipping, so the suite can never pass without them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from compat.clients import CLIENTS, ROOT, SCENARIO, Client
 from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, clean_environ
 
-LIVE_CLIENTS = ("aws-sdk-js-v3", "aws-sdk-go-v1", "aws-sdk-go-v2")
+LIVE_CLIENTS = ("aws-sdk-js-v3", "aws-sdk-go-v1", "aws-sdk-go-v2", "boto3-query")
 RUN_S = 120.0  # the scenario takes a few seconds; its longest wait is a 5 s long poll
 LOG_TAIL_CHARS = 4000
 JS_PACKAGE = ROOT / "compat/clients/js/node_modules/@aws-sdk/client-sqs/package.json"

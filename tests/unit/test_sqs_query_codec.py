@@ -191,3 +191,20 @@ def test_an_empty_or_missing_batch_is_an_empty_entries_list() -> None:
         "QueueUrl": "u",
         "AttributeNames": [],
     }
+
+
+def test_botocore_sends_an_empty_list_under_its_json_member_name() -> None:
+    # botocore's query serializer writes `Entries=` (aws-sdk-go writes `<Action>RequestEntry=`)
+    assert decode("SendMessageBatch", {"QueueUrl": "u", "Entries": ""}) == {
+        "QueueUrl": "u",
+        "Entries": [],
+    }
+    assert decode("GetQueueAttributes", {"QueueUrl": "u", "AttributeNames": ""}) == {
+        "QueueUrl": "u",
+        "AttributeNames": [],
+    }
+    # outside a batch action `Entries` is no list member: it stays a (refused) scalar
+    assert decode("PurgeQueue", {"QueueUrl": "u", "Entries": ""}) == {
+        "QueueUrl": "u",
+        "Entries": "",
+    }

@@ -5,6 +5,13 @@ okuri): the endpoint, keys and region come from the environment, queue names fro
 OKURI_SCENARIO_PREFIX. One request per step, no retries, no polling loops, so the recording
 holds exactly the step list and a replay of it is deterministic. Exits 0 only if every check
 passed; the last stdout line is `SCENARIO {json}` naming the client and its version.
+
+Two rows of compat/clients/__init__.py run this same file: `boto3` with the project's boto3,
+whose SQS model speaks AWS JSON 1.0, and `boto3-query` with the older boto3 pinned in
+compat/clients/boto3-query/requirements.txt, whose SQS model still speaks the query protocol.
+The client name it reports follows from the protocol of the SQS model it loaded. Both read the
+endpoint from AWS_ENDPOINT_URL and the region from AWS_DEFAULT_REGION (the older botocore does
+not read AWS_REGION); keep to what both versions accept.
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ import botocore
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-CLIENT = "boto3"
+# For each protocol an SQS model of boto3 may speak: the client's name in CLIENTS, and its
+# queue-name prefix there (the default when OKURI_SCENARIO_PREFIX is unset).
+CLIENT_BY_PROTOCOL = {"json": ("boto3", "boto3-"), "query": ("boto3-query", "boto3q-")}
 SCENARIO = "sqs-core"
 BODY1 = "sqs-core message one"
 BLOB = b"\x00\x01\x02okuri\xff"
@@ -74,7 +83,6 @@ def ids(entries: list[dict[str, Any]] | None) -> set[str]:
 
 
 def main() -> int:
-    prefix = os.environ.get("OKURI_SCENARIO_PREFIX", "boto3-")
     sqs = boto3.client(
         "sqs",
         config=Config(
@@ -84,6 +92,12 @@ def main() -> int:
             read_timeout=30,
         ),
     )
+    protocol = sqs.meta.service_model.protocol
+    if protocol not in CLIENT_BY_PROTOCOL:
+        print(f"boto3 {boto3.__version__} speaks {protocol!r} to SQS: no client", file=sys.stderr)
+        return 1
+    client, default_prefix = CLIENT_BY_PROTOCOL[protocol]
+    prefix = os.environ.get("OKURI_SCENARIO_PREFIX", default_prefix)
     main_q, dead_q, retry_q = prefix + "main", prefix + "dead", prefix + "retry"
     missing_q = prefix + "missing"
     attributes = {"VisibilityTimeout": "30", "MessageRetentionPeriod": "86400"}
@@ -462,7 +476,7 @@ def main() -> int:
         print(f"step {number} {name}: ok")
     print(
         "SCENARIO "
-        + json.dumps({"client": CLIENT, "version": boto3.__version__, "scenario": SCENARIO})
+        + json.dumps({"client": client, "version": boto3.__version__, "scenario": SCENARIO})
     )
     return 0
 
