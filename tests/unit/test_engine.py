@@ -604,6 +604,10 @@ async def test_custom_dead_letter_queue_attribute_is_honoured(node: Engine) -> N
     (dead,) = await receive_until(node, "graveyard", 1)
     assert dead.message.id == sent.message_id
     assert dead.message.dead_letter_source == Q
+    # retention still counts from the original send, as SQS does for standard queues, and the
+    # receive count starts again (docs/sqs-compatibility.md)
+    assert dead.message.sent_ms == d.message.sent_ms
+    assert dead.receive_count == 1
     assert f"{Q}-dlq" not in await node.list_queues()
 
     assert await node.change_visibility("graveyard", [(dead.receipt_handle, 0)]) == ["ok"]
