@@ -185,10 +185,9 @@ def request_cancel(
     for i, t in enumerate(out):
         if t.id != task_id:
             continue
-        if as_seen(t, now_ms).status != RUNNING:
-            raise MoveTaskNotFound(
-                f"Task is {as_seen(t, now_ms).status}; only a RUNNING task can be cancelled."
-            )
+        status = as_seen(t, now_ms).status
+        if status != RUNNING:
+            raise MoveTaskNotFound(f"Task is {status}; only a RUNNING task can be cancelled.")
         out[i] = replace(t, status=CANCELLING)
         return out, out[i]
     raise MoveTaskNotFound("Task does not exist.")

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from okuri.core import keys
-from okuri.core.message import Message
 from okuri.core.state import QueueAttrs, QueueState, decode_state
 from okuri.engine import move_records as rec
 from okuri.engine.move_records import MoveTask
@@ -385,15 +384,7 @@ async def move_messages(engine: Engine, dest: str, deliveries: list[Delivery]) -
     now = engine.clock.now_ms()
     await engine.runtime(dest).send_raw(
         [
-            Message(
-                id=d.message.id,
-                body=d.message.body,
-                sent_ms=now,
-                visible_at_ms=now,
-                attributes=d.message.attributes,
-                system_attributes=d.message.system_attributes,
-                group_id=d.message.group_id,
-            )
+            replace(d.message, sent_ms=now, visible_at_ms=now, dead_letter_source=None)
             for d in deliveries
         ]
     )

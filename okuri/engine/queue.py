@@ -790,7 +790,8 @@ class QueueRuntime:
                 raise QueueDoesNotExist(f"queue {self.name!r} does not exist") from None
             except Ambiguous:
                 if not await self._landed(token):
-                    st, etag = await self._fresh()
+                    assert self.state is not None  # `_landed` has just read it afresh
+                    st, etag = self.state, self.etag
                     continue
                 self._after_commit(out)
                 return await self.current()
