@@ -34,7 +34,6 @@ COUNT_ATTRIBUTES = frozenset(
     }
 )
 SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
-TAG_PREFIX = tags.TAG_PREFIX
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -91,10 +90,7 @@ class SqsActions:
     async def dispatch(
         self, action: str, params: dict[str, Any], host: str, caller: str
     ) -> dict[str, Any]:
-        try:
-            return await self._handlers[action](params, host, caller)
-        except msg.SqsInputError as err:
-            raise SqsError(err.code, err.message) from err
+        return await self._handlers[action](params, host, caller)
 
     # --- naming ------------------------------------------------------------------------------
 
@@ -190,7 +186,9 @@ class SqsActions:
             created_s=st.created_ms // 1000,
             modified_s=(st.modified_ms or st.created_ms) // 1000,
         )
-        return {"Attributes": {k: v for k, v in rendered.items() if not k.startswith(TAG_PREFIX)}}
+        return {
+            "Attributes": {k: v for k, v in rendered.items() if not k.startswith(tags.TAG_PREFIX)}
+        }
 
     async def set_queue_attributes(
         self, p: dict[str, Any], host: str, caller: str
@@ -275,9 +273,6 @@ class SqsActions:
         for entry in entries:
             try:
                 request, md5s = self._send_request(entry, attrs, caller, "SendMessageBatch")
-            except msg.SqsInputError as err:
-                failed.append(_failure(entry["Id"], SqsError(err.code, err.message)))
-                continue
             except SqsError as err:
                 failed.append(_failure(entry["Id"], err))
                 continue
@@ -349,12 +344,12 @@ class SqsActions:
         chosen = msg.select_system_attributes(system, system_names)
         if chosen:
             out["Attributes"] = chosen
-        user = msg.select_message_attributes(
-            msg.decode_message_attributes(m.attributes), user_names
-        )
+        # Selected as stored (JSON-ready already); only what is returned is decoded, to digest.
+        user = msg.select_message_attributes(m.attributes, user_names)
         if user:
-            out["MD5OfMessageAttributes"] = msg.md5_of_message_attributes(user)
-            out["MessageAttributes"] = msg.encode_message_attributes(user)
+            digest = msg.md5_of_message_attributes(msg.decode_message_attributes(user))
+            out["MD5OfMessageAttributes"] = digest
+            out["MessageAttributes"] = user
         return out
 
     # --- finishing ---------------------------------------------------------------------------
@@ -362,8 +357,9 @@ class SqsActions:
     async def delete_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         (result,) = await self.engine.ack(name, [p["ReceiptHandle"]])
-        if isinstance(result, ReceiptHandleInvalid):
-            raise _bad_receipt(p["ReceiptHandle"])
+        err = _ack_error(result, p["ReceiptHandle"])
+        if err is not None:
+            raise err
         return {}
 
     async def delete_message_batch(
@@ -373,13 +369,7 @@ class SqsActions:
         entries = p["Entries"]
         _check_batch(entries, "DeleteMessageBatchRequestEntry")
         results = await self.engine.ack(name, [e["ReceiptHandle"] for e in entries])
-        successful, failed = [], []
-        for entry, result in zip(entries, results, strict=True):
-            if isinstance(result, ReceiptHandleInvalid):
-                failed.append(_failure(entry["Id"], _bad_receipt(entry["ReceiptHandle"])))
-            else:
-                successful.append({"Id": entry["Id"]})
-        return _batch_result(successful, failed)
+        return _finish_batch(entries, results, _ack_error, [])
 
     async def change_message_visibility(
         self, p: dict[str, Any], host: str, caller: str
@@ -398,7 +388,7 @@ class SqsActions:
         name = self.queue_name(p["QueueUrl"])
         entries = p["Entries"]
         _check_batch(entries, "ChangeMessageVisibilityBatchRequestEntry")
-        successful, failed = [], []
+        failed: list[dict[str, Any]] = []
         valid: list[tuple[dict[str, Any], int]] = []
         for entry in entries:
             try:
@@ -410,13 +400,7 @@ class SqsActions:
             if valid
             else []
         )
-        for (entry, _), result in zip(valid, results, strict=True):
-            problem = _visibility_error(result, entry["ReceiptHandle"])
-            if problem is None:
-                successful.append({"Id": entry["Id"]})
-            else:
-                failed.append(_failure(entry["Id"], problem))
-        return _batch_result(successful, failed)
+        return _finish_batch([e for e, _ in valid], results, _visibility_error, failed)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -445,6 +429,24 @@ def _check_batch(entries: list[dict[str, Any]], entry_shape: str) -> None:
         if entry_id in seen:
             raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
         seen.add(entry_id)
+
+
+def _finish_batch(
+    entries: Sequence[dict[str, Any]],
+    results: Sequence[object],
+    problem: Callable[[object, str], SqsError | None],
+    failed: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The answer of a batch on receipt handles: `problem(result, handle)` says why an entry
+    failed (None: it succeeded); `failed` already holds the entries refused before the engine."""
+    successful = []
+    for entry, result in zip(entries, results, strict=True):
+        err = problem(result, entry["ReceiptHandle"])
+        if err is None:
+            successful.append({"Id": entry["Id"]})
+        else:
+            failed.append(_failure(entry["Id"], err))
+    return _batch_result(successful, failed)
 
 
 def _batch_result(successful: list[Any], failed: list[Any]) -> dict[str, Any]:
@@ -476,6 +478,10 @@ def _visibility(value: int) -> int:
             f"Reason: Must be >= 0 and <= {limits.visibility_s_max}."
         )
     return value
+
+
+def _ack_error(result: object, handle: str) -> SqsError | None:
+    return _bad_receipt(handle) if isinstance(result, ReceiptHandleInvalid) else None
 
 
 def _visibility_error(result: object, handle: str) -> SqsError | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from okuri import errors
 from okuri.engine import move_records
+from okuri.sqs.sigv4 import AuthError
 
 # Shape name -> the legacy (query protocol) code SQS sends in x-amzn-query-error.
 LEGACY_CODES = {
@@ -74,6 +75,8 @@ def resource_not_found(message: str) -> SqsError:
 def from_okuri(err: errors.OkuriError) -> SqsError:
     """Translate an engine error; anything unexpected is the server's fault, never a traceback."""
     match err:
+        case AuthError():
+            return SqsError(err.code, err.message, err.status)
         case errors.QueueDoesNotExist():
             return queue_does_not_exist()
         case errors.QueueAlreadyExists():

@@ -24,7 +24,7 @@ from okuri.sqs import query
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.errors import SqsError, from_okuri
 from okuri.sqs.shapes import ACTIONS, UNSUPPORTED, check_request
-from okuri.sqs.sigv4 import AuthError, SignedRequest, verify
+from okuri.sqs.sigv4 import SignedRequest, verify
 
 log = logging.getLogger("okuri.sqs")
 
@@ -46,14 +46,18 @@ def _respond(
     )
 
 
+def _respond_xml(status: int, body: bytes, request_id: str) -> web.Response:
+    return web.Response(
+        status=status,
+        body=body,
+        content_type=query.CONTENT_TYPE,
+        headers={"x-amzn-RequestId": request_id},
+    )
+
+
 def error_response(err: SqsError, request_id: str, is_query: bool = False) -> web.Response:
     if is_query:
-        return web.Response(
-            status=err.status,
-            body=query.error_response(err, request_id),
-            content_type=query.CONTENT_TYPE,
-            headers={"x-amzn-RequestId": request_id},
-        )
+        return _respond_xml(err.status, query.error_response(err, request_id), request_id)
     return _respond(err.status, err.body(), request_id, {"x-amzn-query-error": err.query_error})
 
 
@@ -69,11 +73,6 @@ class SqsHttp:
         self.clock = clock
         self.secrets = secrets
         self.stats: dict[tuple[str, str], int] = {}
-
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=REQUEST_BYTES_MAX)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        return app
 
     def _count(self, action: str, outcome: str) -> None:
         key = (action, outcome)
@@ -127,30 +126,18 @@ class SqsHttp:
             result = await self.actions.dispatch(action, params, request.host, caller)
             self._count(action, "ok")
             if is_query:
-                return web.Response(
-                    body=query.response(action, result, request_id),
-                    content_type=query.CONTENT_TYPE,
-                    headers={"x-amzn-RequestId": request_id},
-                )
+                return _respond_xml(200, query.response(action, result, request_id), request_id)
             return _respond(200, result, request_id)
-        except SqsError as err:
+        except Exception as exc:
+            if isinstance(exc, SqsError):
+                err = exc
+            elif isinstance(exc, OkuriError):  # the engine's, or a refused signature
+                err = from_okuri(exc)
+            else:
+                log.exception("request %s (%s) failed", request_id, action)
+                err = SqsError("InternalFailure", "The request could not be processed.", 500, False)
             self._count(action, err.code)
             return error_response(err, request_id, is_query)
-        except AuthError as err:
-            self._count(action, err.code)
-            return error_response(SqsError(err.code, err.message, err.status), request_id, is_query)
-        except OkuriError as err:
-            sqs = from_okuri(err)
-            self._count(action, sqs.code)
-            return error_response(sqs, request_id, is_query)
-        except Exception:
-            log.exception("request %s (%s) failed", request_id, action)
-            self._count(action, "InternalFailure")
-            return error_response(
-                SqsError("InternalFailure", "The request could not be processed.", 500, False),
-                request_id,
-                is_query,
-            )
 
     @staticmethod
     def _json_members(body: bytes) -> Any:

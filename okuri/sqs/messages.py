@@ -32,14 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from okuri.sqs.errors import SqsError
 
-class SqsInputError(Exception):
-    """A request input SQS would refuse; `code` is the AWS error code's short name."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+class SqsInputError(SqsError):
+    """A request input SQS would refuse (HTTP 400, the sender's fault); `code` is the AWS error
+    code's short name. An SqsError, so it leaves the surface as any other does."""
 
 
 # --- bounds (SQS's, from its developer guide) ---------------------------------------------------

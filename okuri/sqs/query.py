@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from okuri.sqs.errors import SqsError, invalid
+from okuri.sqs.shapes import ACTIONS, integer
 
 API_VERSION = "2012-11-05"
 XMLNS = f"http://queue.amazonaws.com/doc/{API_VERSION}/"
@@ -28,8 +29,7 @@ MAPS: dict[str, tuple[str, str, str]] = {
     "Attributes": ("Attribute", "Name", "Value"),
     "MessageAttributes": ("MessageAttribute", "Name", "Value"),
     "MessageSystemAttributes": ("MessageSystemAttribute", "Name", "Value"),
-    "tags": ("Tag", "Key", "Value"),
-    "Tags": ("Tag", "Key", "Value"),
+    "Tags": ("Tag", "Key", "Value"),  # CreateQueue's `tags` too: renamed in `decode`
 }
 # Request: the query element a list's items travel as -> the JSON list member.
 REQUEST_LISTS: dict[str, str] = {
@@ -49,15 +49,10 @@ LISTS: dict[str, str] = {
     "Failed": "BatchResultErrorEntry",
     "Results": "ListMessageMoveTasksResultEntry",
 }
+# The members the JSON shapes type as integers (a batch entry's integers are also top-level
+# members of the single-message actions: DelaySeconds, VisibilityTimeout).
 INTEGERS = frozenset(
-    {
-        "DelaySeconds",
-        "MaxNumberOfMessages",
-        "VisibilityTimeout",
-        "WaitTimeSeconds",
-        "MaxResults",
-        "MaxNumberOfMessagesPerSecond",
-    }
+    name for members, _ in ACTIONS.values() for name, check in members.items() if check is integer
 )
 # Parameters that belong to the envelope or to a signature, not to the action.
 ENVELOPE = frozenset({"Action", "Version"})
@@ -74,11 +69,11 @@ NO_RESULT = frozenset(
     }
 )
 BATCH_ACTIONS = frozenset(
-    {"SendMessageBatch", "DeleteMessageBatch", "ChangeMessageVisibilityBatch"}
+    action for action, (members, _) in ACTIONS.items() if "Entries" in members
 )
 _LIST_MEMBERS = frozenset(REQUEST_LISTS.values())
-# Request: a map's query element -> the JSON map member (CreateQueue's tags are renamed later).
-_MAP_OF = {element: member for member, (element, _, _) in MAPS.items() if member != "tags"}
+# Request: a map's query element -> the JSON map member.
+_MAP_OF = {element: member for member, (element, _, _) in MAPS.items()}
 
 
 def is_query(method: str, content_type: str, query: Mapping[str, str], has_target: bool) -> bool:

@@ -33,6 +33,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.core.state import QueueAttrs
+from okuri.engine.engine import QUEUE_NAME  # use fullmatch: "$" admits a trailing newline
 from okuri.sqs.messages import SqsInputError
 
 __all__ = [
@@ -108,7 +109,6 @@ tag_key_chars_max = 128
 tag_value_chars_max = 256
 
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
-_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _QUEUE_ARN = re.compile(r"arn:(aws[A-Za-z-]*):sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_-]{1,80})")
 _REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 _SSE_CONFLICT = (
@@ -130,9 +130,9 @@ def _unknown(name: str) -> SqsInputError:
 
 def validate_queue_name(name: Any) -> str:
     """CreateQueue's QueueName: 1-80 of [A-Za-z0-9_-]; a ".fifo" name raises FifoUnsupported."""
-    if isinstance(name, str) and name.endswith(".fifo") and _QUEUE_NAME.fullmatch(name[:-5]):
+    if isinstance(name, str) and name.endswith(".fifo") and QUEUE_NAME.fullmatch(name[:-5]):
         raise FifoUnsupported("InvalidParameterValue", FIFO_UNSUPPORTED)
-    if not isinstance(name, str) or not _QUEUE_NAME.fullmatch(name):
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
         raise SqsInputError(
             "InvalidParameterValue",
             "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
