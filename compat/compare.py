@@ -120,13 +120,14 @@ def json_form(value: Any, key: str | None = None) -> Any:
     return f"<unexpected {type(value).__name__}>"
 
 
-def _local(tag: str) -> str:
+def local_name(tag: str) -> str:
+    """An XML tag without its `{namespace}`."""
     return tag.rsplit("}", 1)[-1]
 
 
 def xml_form(element: ET.Element, root: bool = True) -> dict[str, Any]:
     """{name: text form or {child: form or [forms]}}; the root also names its namespace."""
-    element_name = _local(element.tag)
+    element_name = local_name(element.tag)
     children = list(element)
     if not children:
         return {element_name: string_form((element.text or "").strip(), element_name)}
@@ -136,7 +137,8 @@ def xml_form(element: ET.Element, root: bool = True) -> dict[str, Any]:
         return {element_name: {name_key: name, "Value": string_form(value, name)}}
     grouped: dict[str, list[Any]] = {}
     for child in children:
-        grouped.setdefault(_local(child.tag), []).append(xml_form(child, False)[_local(child.tag)])
+        child_name = local_name(child.tag)
+        grouped.setdefault(child_name, []).append(xml_form(child, False)[child_name])
     content: dict[str, Any] = {
         k: v[0] if len(v) == 1 else _sorted_if_objects(v) for k, v in grouped.items()
     }
@@ -149,7 +151,7 @@ def _name_value(children: list[ET.Element]) -> tuple[str, str, str] | None:
     """(key element, its text, the value's text) for a leaf Name/Value or Key/Value pair."""
     if len(children) != 2 or any(len(c) for c in children):
         return None
-    texts = {_local(c.tag): (c.text or "").strip() for c in children}
+    texts = {local_name(c.tag): (c.text or "").strip() for c in children}
     for key in ("Name", "Key"):
         if set(texts) == {key, "Value"}:
             return key, texts[key], texts["Value"]

@@ -15,13 +15,8 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -31,25 +26,18 @@ from pathlib import Path
 from compat.clients import CLIENTS, ROOT, Client, select
 from compat.proxy import RecordingProxy
 from compat.recording import RECORDINGS, Exchange, Recording, save
+from compat.server import ServerError, clean_environ, okuri_serve
 
 # The key pair okuri is started with while recording; a recording holds the access key id (in
 # its Authorization headers) and signatures, never the secret. Fixed so re-recordings diff less.
 RECORD_KEY, RECORD_SECRET = "AKIDOKURIRECORD", "okuri-record-secret"
 REGION = "us-east-1"
-SERVER_START_S = 30.0
-SERVER_STOP_S = 10.0
 PROGRAM_S = 180.0  # one scenario run, start-up of node or a JVM-free Go binary included
 MARKER = "SCENARIO "
 
 
 class RecordError(Exception):
     pass
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -60,66 +48,25 @@ def _get(url: str) -> tuple[int, bytes]:
         return err.code, err.read()
 
 
-def _clean_env() -> dict[str, str]:
-    """This environment minus the AWS_* and OKURI_* settings a developer's shell may have."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))}
-
-
 @contextmanager
-def okuri_server(data_dir: Path) -> Iterator[tuple[str, str]]:
+def okuri_server(workdir: Path) -> Iterator[tuple[str, str]]:
     """A fresh `okuri serve` on 127.0.0.1; yields (its URL, its version). Stopped by its pid."""
-    port, health = _free_port(), _free_port()
-    env = {
-        **_clean_env(),
-        "OKURI_DATA_DIR": str(data_dir / "data"),
-        "OKURI_LISTEN": f"127.0.0.1:{port}",
-        "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
+    settings = {
         "OKURI_ACCESS_KEY_ID": RECORD_KEY,
         "OKURI_SECRET_ACCESS_KEY": RECORD_SECRET,
         "OKURI_REGION": REGION,
         "OKURI_LOG_LEVEL": "warning",
     }
-    log_path = data_dir / "okuri.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "okuri.server.cli", "serve"],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + SERVER_START_S  # noqa: TID251 (a tool, not okuri)
-        while True:
-            if proc.poll() is not None:
-                raise RecordError(f"okuri exited with {proc.returncode}:\n{log_path.read_text()}")
-            try:
-                if _get(f"http://127.0.0.1:{health}/readyz")[0] == 200:
-                    break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:  # noqa: TID251
-                raise RecordError(f"okuri was not ready in {SERVER_START_S} s")
-            time.sleep(0.05)  # noqa: TID251
+    with okuri_serve(workdir, settings) as url:
         status, body = _get(url + "/")
         version = json.loads(body).get("version", "unknown") if status == 200 else "unknown"
         yield url, version
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=SERVER_STOP_S)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=SERVER_STOP_S)
 
 
 def program_env(client: Client, endpoint: str, home: Path) -> dict[str, str]:
     """The scenario program's environment: the contract in compat/clients/README.md."""
     return {
-        **_clean_env(),
+        **clean_environ(),
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_ACCESS_KEY_ID": RECORD_KEY,
         "AWS_SECRET_ACCESS_KEY": RECORD_SECRET,
@@ -206,15 +153,16 @@ def _last_exchange(exchanges: list[Exchange]) -> str:
     )
 
 
-def record(client: Client, out_dir: Path = RECORDINGS) -> Path:
-    """Run one client's scenario behind the proxy and write its recording; RecordError if not."""
+def record(client: Client, out_dir: Path = RECORDINGS) -> tuple[Path, int]:
+    """Run one client's scenario behind the proxy and write its recording, and say how many
+    exchanges it holds; RecordError (or ServerError, if okuri did not start) if not."""
     with tempfile.TemporaryDirectory(prefix=f"okuri-record-{client.name}-") as tmp:
         home = Path(tmp)
         with okuri_server(home) as (upstream, version):
             recording = asyncio.run(_record_async(client, upstream, version, home))
     path = out_dir / f"{client.name}.json"
     save(recording, path)
-    return path
+    return path, len(recording.exchanges)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,12 +183,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"record {client.name} ...", flush=True)
         try:
-            path = record(client, args.out)
-        except RecordError as err:
+            path, count = record(client, args.out)
+        except (RecordError, ServerError) as err:
             print(f"FAILED {client.name}: {err}", flush=True)
             failed.append(client.name)
             continue
-        count = len(json.loads(path.read_text())["exchanges"])
         print(
             f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
             f"({count} exchanges)",

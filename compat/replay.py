@@ -31,7 +31,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from compat.compare import BY_KEY, URL, UUID, difference, json_form, xml_form
+from compat.compare import BY_KEY, URL, UUID, difference, json_form, local_name, xml_form
 from compat.recording import Recording, Request, Response
 
 REQUEST_S = 30.0  # a recorded long poll waits at most 20 s
@@ -150,10 +150,6 @@ def learn_json(recorded: Any, live: Any, subs: Substitutions, key: str | None = 
             subs.minted.add(recorded)
 
 
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
-
-
 def _xml_canonical(element: ET.Element) -> str:
     return json.dumps(xml_form(element, root=False), sort_keys=True)
 
@@ -161,7 +157,7 @@ def _xml_canonical(element: ET.Element) -> str:
 def learn_xml(recorded: ET.Element, live: ET.Element | None, subs: Substitutions) -> None:
     if not len(recorded):
         r = (recorded.text or "").strip()
-        if _learnable(_local(recorded.tag), r):
+        if _learnable(local_name(recorded.tag), r):
             if live is not None and not len(live):
                 subs.add(r, (live.text or "").strip())
             else:
@@ -169,9 +165,9 @@ def learn_xml(recorded: ET.Element, live: ET.Element | None, subs: Substitutions
         return
     groups: dict[str, tuple[list[ET.Element], list[ET.Element]]] = {}
     for child in recorded:
-        groups.setdefault(_local(child.tag), ([], []))[0].append(child)
+        groups.setdefault(local_name(child.tag), ([], []))[0].append(child)
     for child in live if live is not None else ():
-        groups.setdefault(_local(child.tag), ([], []))[1].append(child)
+        groups.setdefault(local_name(child.tag), ([], []))[1].append(child)
     for recorded_children, live_children in groups.values():
         for r, lv in _pairs(recorded_children, live_children, _xml_canonical):
             learn_xml(r, lv, subs)

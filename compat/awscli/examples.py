@@ -76,10 +76,6 @@ class ExampleFile:
     examples: tuple[Example, ...] = ()
     error: str | None = None  # why the file could not be parsed; it then has no examples
 
-    @property
-    def operation(self) -> str:
-        return self.name.removesuffix(".rst")
-
 
 @dataclass
 class _Draft:

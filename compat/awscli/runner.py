@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import re
 import shlex
 import shutil
@@ -40,6 +39,7 @@ from typing import Any, Literal
 
 from compat.awscli.examples import Example
 from compat.awscli.shape import compare
+from compat.server import clean_environ
 
 __all__ = ["HANDLED", "Outcome", "Runner", "aws_executable", "cli_actions", "okuri_tables"]
 
@@ -501,7 +501,7 @@ class Runner:
         config_file = workdir / "aws-config"  # an empty config: no profile of the developer's
         config_file.touch()
         self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))},
+            **clean_environ(),
             "AWS_ACCESS_KEY_ID": access_key_id,
             "AWS_SECRET_ACCESS_KEY": secret_access_key,
             "AWS_DEFAULT_REGION": region,

@@ -30,10 +30,6 @@ class Comparison:
     mismatches: tuple[str, ...]  # shape differences: the example fails
     notes: tuple[str, ...]  # values that differ within the same shape: reported only
 
-    @property
-    def same_shape(self) -> bool:
-        return not self.mismatches
-
 
 @dataclass(frozen=True)
 class _Form:

@@ -26,20 +26,18 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat.server import ROOT, clean_environ, okuri_serve
+
 EXAMPLES_DIR = Path(__file__).resolve().parent
-ROOT = EXAMPLES_DIR.parents[1]  # the checkout holding `okuri/` and `compat/`
 RUNNER_FILES = frozenset({"run.py", "__init__.py"})
 
 # The key pair a runner-started okuri accepts; it never leaves this machine's loopback.
@@ -52,10 +50,6 @@ REGION = "us-east-1"
 EXAMPLE_TIMEOUT_S = 60.0
 AWS_PROGRAM_TIMEOUT_S = 180.0
 AWS_TESTS_TIMEOUT_S = 900.0
-SERVER_START_S = 30.0
-SERVER_STOP_S = 10.0
-POLL_S = 0.05
-BIND_ATTEMPTS = 3
 OUTPUT_TAIL_CHARS = 4000
 
 AWS_SQS_FOLDER = Path("python", "example_code", "sqs")
@@ -80,7 +74,7 @@ class Target:
         Shared config and credential files are pointed at nothing so that a developer's
         profile (another endpoint, a session token) cannot leak into the programs.
         """
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))}
+        env = clean_environ()
         env.update(
             AWS_ENDPOINT_URL=self.endpoint_url,
             AWS_ACCESS_KEY_ID=self.access_key_id,
@@ -258,75 +252,15 @@ def run_aws_tests(
 # --- an okuri of our own ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)  # this pid only
-        try:
-            proc.wait(timeout=SERVER_STOP_S)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=SERVER_STOP_S)
-
-
 @contextlib.contextmanager
-def okuri_server(log_to: Path | None = None) -> Iterator[Target]:
+def okuri_server() -> Iterator[Target]:
     """A fresh `okuri serve` on free 127.0.0.1 ports and a temporary data dir, ready to use."""
-    with tempfile.TemporaryDirectory(prefix="okuri-examples-") as tmp:
-        log_path = log_to or Path(tmp) / "okuri.log"
-        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-        for _ in range(BIND_ATTEMPTS):
-            port, health_port = free_port(), free_port()
-            env = {k: v for k, v in os.environ.items() if not k.startswith("OKURI_")}
-            env.update(
-                OKURI_LISTEN=f"127.0.0.1:{port}",
-                OKURI_HEALTH_LISTEN=f"127.0.0.1:{health_port}",
-                OKURI_DATA_DIR=str(Path(tmp) / "data"),
-                OKURI_ACCESS_KEY_ID=EXAMPLES_KEY_ID,
-                OKURI_SECRET_ACCESS_KEY=EXAMPLES_SECRET,
-                PYTHONPATH=pythonpath,
-            )
-            with open(log_path, "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "okuri.server.cli", "serve"],
-                    cwd=ROOT,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            deadline = time.perf_counter() + SERVER_START_S
-            ready_url = f"http://127.0.0.1:{health_port}/readyz"
-            while proc.poll() is None and time.perf_counter() < deadline:
-                if _ready(ready_url):
-                    break
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=POLL_S)
-            if proc.poll() is None and _ready(ready_url):
-                break
-            _stop(proc)
-            log_text = log_path.read_text(errors="replace")
-            if "cannot listen" not in log_text:  # not a lost race for the port: give up
-                raise RuntimeError(f"okuri did not become ready:\n{_tail(log_text)}")
-        else:
-            raise RuntimeError(f"okuri could not bind free ports in {BIND_ATTEMPTS} attempts")
-        try:
-            yield Target(f"http://127.0.0.1:{port}", EXAMPLES_KEY_ID, EXAMPLES_SECRET)
-        finally:
-            _stop(proc)
+    settings = {"OKURI_ACCESS_KEY_ID": EXAMPLES_KEY_ID, "OKURI_SECRET_ACCESS_KEY": EXAMPLES_SECRET}
+    with (
+        tempfile.TemporaryDirectory(prefix="okuri-examples-") as tmp,
+        okuri_serve(Path(tmp), settings) as url,
+    ):
+        yield Target(url, EXAMPLES_KEY_ID, EXAMPLES_SECRET)
 
 
 # --- the command line ------------------------------------------------------------------------

@@ -179,7 +179,6 @@ class Heartbeat:
         self._held: dict[int, Held] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._refused_for_limit = 0
 
     # --- consumer side -----------------------------------------------------------------------
 
@@ -187,12 +186,9 @@ class Heartbeat:
         """Start extending `entry`; False if the table is full (the entry is left to SQS)."""
         entry.held_since_s = self._monotonic()
         with self._lock:
-            if len(self._held) >= self.settings.held_max:
-                self._refused_for_limit += 1
-                full = True
-            else:
+            full = len(self._held) >= self.settings.held_max
+            if not full:
                 self._held[id(entry)] = entry
-                full = False
         if full:
             self._log.warning(
                 "okuri heartbeat: already holding %d messages (held_max); %s is not extended "
