@@ -95,8 +95,6 @@ def moto_s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def moto_s3_client(moto_s3_endpoint: str) -> Any:
     """A plain boto3 client, to set up and inspect buckets behind the adapter's back."""
-    import boto3
-
     return boto3.client(
         "s3",
         endpoint_url=moto_s3_endpoint,
@@ -203,20 +201,13 @@ def sqs_server(
     if request.param == "local":
         env = {"OKURI_DATA_DIR": str(tmp / "data")}
     else:
-        endpoint = request.getfixturevalue("moto_s3_endpoint")
         bucket = f"okuri-{uuid.uuid4().hex[:12]}"
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        ).create_bucket(Bucket=bucket)
+        request.getfixturevalue("moto_s3_client").create_bucket(Bucket=bucket)
         env = {
-            "OKURI_S3_ENDPOINT": endpoint,
+            "OKURI_S3_ENDPOINT": request.getfixturevalue("moto_s3_endpoint"),
             "OKURI_S3_BUCKET": bucket,
-            "OKURI_S3_ACCESS_KEY_ID": "testing",
-            "OKURI_S3_SECRET_ACCESS_KEY": "testing",
+            "OKURI_S3_ACCESS_KEY_ID": S3_KEY_ID,
+            "OKURI_S3_SECRET_ACCESS_KEY": S3_SECRET,
         }
     srv = start_server(tmp, env)
     yield srv

@@ -169,6 +169,16 @@ def no_queue(name: str, action: str, body: Any) -> Any:
     return case(name, action, body, 400, "QueueDoesNotExist", AWS + "NonExistentQueue")
 
 
+def namespaced(name: str, action: str, body: Any, shape: str) -> Any:
+    """A 400 whose legacy code is the shape's name under SQS's namespace."""
+    return case(name, action, body, 400, shape, AWS + shape)
+
+
+def badly_signed(name: str, status: int, shape: str, sign: Sign) -> Any:
+    """An empty ListQueues whose signing `sign` spoils."""
+    return case(name, "ListQueues", {}, status, shape, sign=sign)
+
+
 def _entries(n: int, **extra: Any) -> list[dict[str, Any]]:
     return [{"Id": f"e{i}", "MessageBody": "x", **extra} for i in range(n)]
 
@@ -191,73 +201,31 @@ STRING_ATTR = {"DataType": "String", "StringValue": "v"}
 
 CASES = [
     # --- authentication ---
-    case("unsigned", "ListQueues", {}, 403, "MissingAuthenticationToken", sign=unsigned),
-    case("wrong-secret", "ListQueues", {}, 403, "SignatureDoesNotMatch", sign=wrong_secret),
-    case("unknown-access-key", "ListQueues", {}, 403, "InvalidClientTokenId", sign=unknown_key),
-    case(
+    badly_signed("unsigned", 403, "MissingAuthenticationToken", unsigned),
+    badly_signed("wrong-secret", 403, "SignatureDoesNotMatch", wrong_secret),
+    badly_signed("unknown-access-key", 403, "InvalidClientTokenId", unknown_key),
+    badly_signed(
         "authorization-cut-before-signature",
-        "ListQueues",
-        {},
         400,
         "IncompleteSignature",
-        sign=authorization_cut_before_signature,
+        authorization_cut_before_signature,
     ),
-    case(
+    badly_signed(
         "authorization-signature-cut-short",
-        "ListQueues",
-        {},
         403,
         "SignatureDoesNotMatch",
-        sign=authorization_signature_cut_short,
+        authorization_signature_cut_short,
     ),
-    case(
-        "authorization-algorithm-only",
-        "ListQueues",
-        {},
-        400,
-        "IncompleteSignature",
-        sign=authorization_algorithm_only,
+    badly_signed(
+        "authorization-algorithm-only", 400, "IncompleteSignature", authorization_algorithm_only
     ),
-    case(
-        "authorization-bearer-token",
-        "ListQueues",
-        {},
-        400,
-        "IncompleteSignature",
-        sign=authorization_bearer,
+    badly_signed("authorization-bearer-token", 400, "IncompleteSignature", authorization_bearer),
+    badly_signed(
+        "body-changed-after-signing", 403, "SignatureDoesNotMatch", body_changed_after_signing
     ),
-    case(
-        "body-changed-after-signing",
-        "ListQueues",
-        {},
-        403,
-        "SignatureDoesNotMatch",
-        sign=body_changed_after_signing,
-    ),
-    case(
-        "clock-20-min-ahead",
-        "ListQueues",
-        {},
-        403,
-        "SignatureDoesNotMatch",
-        sign=clock_ahead_20_min,
-    ),
-    case(
-        "clock-20-min-behind",
-        "ListQueues",
-        {},
-        403,
-        "SignatureDoesNotMatch",
-        sign=clock_behind_20_min,
-    ),
-    case(
-        "x-amz-date-not-iso-8601",
-        "ListQueues",
-        {},
-        400,
-        "IncompleteSignature",
-        sign=x_amz_date_not_iso,
-    ),
+    badly_signed("clock-20-min-ahead", 403, "SignatureDoesNotMatch", clock_ahead_20_min),
+    badly_signed("clock-20-min-behind", 403, "SignatureDoesNotMatch", clock_behind_20_min),
+    badly_signed("x-amz-date-not-iso-8601", 400, "IncompleteSignature", x_amz_date_not_iso),
     case(
         "body-over-4-MiB",
         "CreateQueue",
@@ -267,21 +235,17 @@ CASES = [
     ),
     # --- target and protocol ---
     case("unknown-action", "Frobnicate", {}, 400, "InvalidAction"),
-    case(
+    namespaced(
         "unsupported-action-AddPermission",
         "AddPermission",
         {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": ["1"], "Actions": ["SendMessage"]},
-        400,
         "UnsupportedOperation",
-        AWS + "UnsupportedOperation",
     ),
-    case(
+    namespaced(
         "unsupported-action-RemovePermission",
         "RemovePermission",
         {"QueueUrl": QUEUE, "Label": "l"},
-        400,
         "UnsupportedOperation",
-        AWS + "UnsupportedOperation",
     ),
     case("missing-target", None, {}, 400, "MissingAction"),
     case("target-without-service-prefix", None, {}, 400, "InvalidAction", target="ListQueues"),
@@ -477,13 +441,11 @@ CASES = [
         "SendMessage",
         _send(MessageAttributes={"a b": STRING_ATTR}),
     ),
-    case(
+    namespaced(
         "message-attribute-list-values",
         "SendMessage",
         _attr(DataType="String", StringListValues=["a"]),
-        400,
         "UnsupportedOperation",
-        AWS + "UnsupportedOperation",
     ),
     invalid(
         "message-system-attribute-unknown",
@@ -491,85 +453,65 @@ CASES = [
         _send(MessageSystemAttributes={"SenderId": STRING_ATTR}),
     ),
     # --- batches ---
-    case(
+    namespaced(
         "SendMessageBatch-0-entries",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": []},
-        400,
         "EmptyBatchRequest",
-        AWS + "EmptyBatchRequest",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-11-entries",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": _entries(11)},
-        400,
         "TooManyEntriesInBatchRequest",
-        AWS + "TooManyEntriesInBatchRequest",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-duplicate-ids",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": "same", "MessageBody": "x"}] * 2},
-        400,
         "BatchEntryIdsNotDistinct",
-        AWS + "BatchEntryIdsNotDistinct",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-id-bad-characters",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": "bad id!", "MessageBody": "x"}]},
-        400,
         "InvalidBatchEntryId",
-        AWS + "InvalidBatchEntryId",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-id-and-newline",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": "a\n", "MessageBody": "x"}]},
-        400,
         "InvalidBatchEntryId",
-        AWS + "InvalidBatchEntryId",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-id-81-characters",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": "i" * 81, "MessageBody": "x"}]},
-        400,
         "InvalidBatchEntryId",
-        AWS + "InvalidBatchEntryId",
     ),
-    case(
+    namespaced(
         "SendMessageBatch-over-1-MiB-in-total",
         "SendMessageBatch",
         {"QueueUrl": QUEUE, "Entries": _entries(2, MessageBody="x" * (600 * 1024))},
-        400,
         "BatchRequestTooLong",
-        AWS + "BatchRequestTooLong",
     ),
-    case(
+    namespaced(
         "DeleteMessageBatch-0-entries",
         "DeleteMessageBatch",
         {"QueueUrl": QUEUE, "Entries": []},
-        400,
         "EmptyBatchRequest",
-        AWS + "EmptyBatchRequest",
     ),
-    case(
+    namespaced(
         "DeleteMessageBatch-11-entries",
         "DeleteMessageBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": f"d{i}", "ReceiptHandle": "r"} for i in range(11)]},
-        400,
         "TooManyEntriesInBatchRequest",
-        AWS + "TooManyEntriesInBatchRequest",
     ),
-    case(
+    namespaced(
         "ChangeMessageVisibilityBatch-duplicate-ids",
         "ChangeMessageVisibilityBatch",
         {"QueueUrl": QUEUE, "Entries": [{"Id": "same", "ReceiptHandle": "r"}] * 2},
-        400,
         "BatchEntryIdsNotDistinct",
-        AWS + "BatchEntryIdsNotDistinct",
     ),
     # --- receipt handles ---
     case(

@@ -160,8 +160,6 @@ def test_batches_report_successes_and_failures(sqs: Any, queue: str) -> None:
 def test_batch_rules_raise_the_sdks_own_exceptions(
     server: ServerProcess, queue: str, entries: list[dict[str, Any]], exception: str, code: str
 ) -> None:
-    from botocore.stub import Stubber  # noqa: F401  (client-side validation must not interfere)
-
     raw = server.sqs_client(parameter_validation=False, retries={"max_attempts": 1})
     with pytest.raises(getattr(raw.exceptions, exception)) as err:
         raw.send_message_batch(QueueUrl=queue, Entries=entries)
@@ -263,7 +261,7 @@ def test_unimplemented_actions_answer_unsupported_operation(sqs: Any, queue: str
     assert _code(err) == "AWS.SimpleQueueService.UnsupportedOperation"
 
 
-def test_bad_credentials_get_aws_error_codes(server: ServerProcess, queue: str) -> None:
+def test_bad_credentials_get_aws_error_codes(server: ServerProcess) -> None:
     with pytest.raises(ClientError) as err:
         server.sqs_client(key="AKIDUNKNOWN", retries={"max_attempts": 1}).list_queues()
     assert _code(err) == "InvalidClientTokenId"

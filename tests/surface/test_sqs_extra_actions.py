@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from okuri.sqs.move_tasks import encode_handle
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, create_with_dead_letter_queue
 
 WAIT_S = 20.0
 ACCOUNT = "000000000000"
@@ -57,15 +57,10 @@ def _eventually(check: Callable[[], Any], what: str, within_s: float = WAIT_S) -
         time.sleep(0.05)
 
 
-def _dlq_pair(sqs: Any, max_receive_count: int = 1) -> tuple[str, str, str]:
-    """(source URL, dead-letter queue URL, dead-letter queue name)."""
-    dlq_name = _name("dlq")
-    dlq = sqs.create_queue(QueueName=dlq_name)["QueueUrl"]
-    policy = {"deadLetterTargetArn": _arn(dlq_name), "maxReceiveCount": max_receive_count}
-    source = sqs.create_queue(
-        QueueName=_name("src"), Attributes={"RedrivePolicy": json.dumps(policy)}
-    )["QueueUrl"]
-    return source, dlq, dlq_name
+def _dlq_pair(sqs: Any) -> tuple[str, str, str]:
+    """(source URL, dead-letter queue URL, dead-letter queue name), maxReceiveCount 1."""
+    source, dlq, _ = create_with_dead_letter_queue(sqs, _name("src"), 1)
+    return source, dlq, dlq.rsplit("/", 1)[1]
 
 
 def _visible(sqs: Any, url: str) -> int:

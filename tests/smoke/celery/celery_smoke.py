@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import boto3
 import pytest
 import smoke_app
 
@@ -52,15 +51,6 @@ class CeleryOkuri:
 
     def sqs(self) -> Any:
         return self.server.sqs_client()
-
-    def s3(self) -> Any:
-        return boto3.client(
-            "s3",
-            endpoint_url=self.s3_endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=S3_KEY_ID,
-            aws_secret_access_key=S3_SECRET,
-        )
 
     def config(self, queue: str) -> dict[str, Any]:
         return smoke_app.celery_config(

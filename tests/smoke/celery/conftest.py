@@ -11,8 +11,8 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import boto3
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -38,16 +38,10 @@ from tests.servers import start_server  # noqa: E402
 
 @pytest.fixture(scope="session")
 def celery_okuri(
-    tmp_path_factory: pytest.TempPathFactory, moto_s3_endpoint: str
+    tmp_path_factory: pytest.TempPathFactory, moto_s3_endpoint: str, moto_s3_client: Any
 ) -> Iterator[CeleryOkuri]:
     bucket = f"okuri-celery-{uuid.uuid4().hex[:12]}"
-    boto3.client(
-        "s3",
-        endpoint_url=moto_s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=S3_KEY_ID,
-        aws_secret_access_key=S3_SECRET,
-    ).create_bucket(Bucket=bucket)
+    moto_s3_client.create_bucket(Bucket=bucket)
     server = start_server(
         tmp_path_factory.mktemp("celery-okuri"),
         {

@@ -33,8 +33,6 @@ EARLY_TOLERANCE_S = 0.01
 
 @dataclass
 class Scenario:
-    okuri: CeleryOkuri
-    queues: dict[str, str]
     records: Records
     sent_s: float
     hb_queue_left: dict[str, str]
@@ -105,14 +103,7 @@ def scenario(
             if set(left.values()) == {"0"} or time.monotonic() > deadline:
                 break
             time.sleep(WAIT_POLL_S)
-        yield Scenario(
-            celery_okuri,
-            queues,
-            records,
-            sent,
-            left,
-            {worker.name: worker.log for worker in workers},
-        )
+        yield Scenario(records, sent, left, {worker.name: worker.log for worker in workers})
     finally:
         stop_all(workers, grace_s=3.0)
         producer.close()
