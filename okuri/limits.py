@@ -39,6 +39,10 @@ put_attempts_max = 12
 backoff_ms_base = 10
 backoff_ms_max = 2_000
 probe_segments_max = 256
+probe_parallel_max = 32  # slots read at once by one discovery round
+# Adopted into the manifest beyond what a commit's leases take: enough that the next receives
+# find messages waiting, few enough that a deep backlog stays out of the manifest.
+adopt_margin_messages = 200
 count_probe_segments_max = 1_000
 segment_cache_bytes_max = 256 * 1024 * 1024
 

@@ -30,8 +30,12 @@ def check_state(st: QueueState) -> None:
         _require(seq < st.next_seq, "recent_below_cursor", st)
 
 
-def check_step(old: QueueState, new: QueueState, releases: int = 0) -> None:
-    """Rules relating a manifest to the one it replaces (`releases`: Release ops applied)."""
+def check_step(old: QueueState, new: QueueState) -> None:
+    """Rules relating a manifest to the one it replaces.
+
+    An epoch never goes back, except by exactly one for a lease handed back unused (a Release:
+    visible at once, `until` 0), since no receipt with that epoch ever left its node.
+    """
     _require(new.version == old.version + 1, "version_increments", new)
     _require(new.incarnation == old.incarnation, "incarnation_fixed", new)
     _require(new.next_seq >= old.next_seq, "cursor_monotonic", new)
@@ -45,7 +49,8 @@ def check_step(old: QueueState, new: QueueState, releases: int = 0) -> None:
         for idx, lease in seg.leases.items():
             before = prev.leases.get(idx)
             if before is not None:
-                _require(lease[0] >= before[0] - releases, "epochs_monotonic", new)
+                released = lease[0] == before[0] - 1 and lease[1] == 0
+                _require(lease[0] >= before[0] or released, "epochs_monotonic", new)
     check_state(new)
 
 

@@ -39,6 +39,14 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Ack:
+    """Finish a message, given a receipt from any receive of it so far (as SQS does in practice).
+
+    A consumer deletes only what it has processed, so an earlier receipt is as good as the
+    newest for at-least-once delivery; a node that died holding leases taken ahead must not turn
+    a processed message's delete into a redelivery. Visibility changes and dead-lettering keep
+    the exact-epoch fence.
+    """
+
     seq: int
     idx: int
     epoch: int
@@ -245,8 +253,10 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
 
 
 def _holder(
-    st: QueueState, seq: int, idx: int, epoch: int, incarnation: str = ""
+    st: QueueState, seq: int, idx: int, epoch: int, incarnation: str = "", earlier: bool = False
 ) -> SegmentState | Literal["gone", "stale"]:
+    """The segment holding a live message whose lease epoch is `epoch` (or, with `earlier`,
+    any epoch some receive of it was given: 1 up to the current one)."""
     if incarnation and incarnation != st.incarnation:
         return "gone"  # minted by a deleted queue of the same name
     seg = st.segments.get(seq)
@@ -255,13 +265,13 @@ def _holder(
     if seg.is_done(idx):
         return "gone"
     lease = seg.leases.get(idx)
-    if lease is None or lease[0] != epoch:
+    if lease is None or not (1 <= epoch <= lease[0] if earlier else lease[0] == epoch):
         return "stale"
     return seg
 
 
 def _ack(st: QueueState, op: Ack) -> AckResult:
-    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation, earlier=True)
     if isinstance(seg, str):
         return seg
     seg.done |= 1 << op.idx

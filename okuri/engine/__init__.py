@@ -1,6 +1,51 @@
-"""The async shell around the pure core: batching, group commit, long polling, retries."""
+"""The engine's public face: everything a surface (SQS, native) or a tool may use.
 
+Surfaces import from here only, never from `okuri.core` or the engine's own modules
+(import-linter holds them to it), so the engine's rooms can change behind this list.
+"""
+
+from okuri.core.move_records import (
+    ACTIVE as MOVE_TASK_ACTIVE,
+)
+from okuri.core.move_records import (
+    FAILED as MOVE_TASK_FAILED,
+)
+from okuri.core.move_records import (
+    RUNNING as MOVE_TASK_RUNNING,
+)
+from okuri.core.move_records import (
+    DestinationDoesNotExist,
+    MoveTask,
+    MoveTaskActive,
+    MoveTaskNotFound,
+    NotADeadLetterQueue,
+    dead_letter_target,
+)
+from okuri.core.names import QUEUE_NAME, validate_queue_name
+from okuri.core.state import QueueAttrs, QueueState
+from okuri.core.transitions import AckResult, Counts, VisibilityResult
 from okuri.engine.engine import Engine
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
-__all__ = ["Delivery", "Engine", "SendRequest", "SendResult"]
+__all__ = [
+    "MOVE_TASK_ACTIVE",
+    "MOVE_TASK_FAILED",
+    "MOVE_TASK_RUNNING",
+    "QUEUE_NAME",
+    "AckResult",
+    "Counts",
+    "Delivery",
+    "DestinationDoesNotExist",
+    "Engine",
+    "MoveTask",
+    "MoveTaskActive",
+    "MoveTaskNotFound",
+    "NotADeadLetterQueue",
+    "QueueAttrs",
+    "QueueState",
+    "SendRequest",
+    "SendResult",
+    "VisibilityResult",
+    "dead_letter_target",
+    "validate_queue_name",
+]

@@ -8,45 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.state import QueueAttrs, QueueState, encode_state
+from okuri.core.message import Message
+from okuri.core.move_records import MoveTask
+from okuri.core.names import validate_queue_name
+from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
-from okuri.engine.move_records import MoveTask
 from okuri.engine.move_tasks import MoveTasks, move_messages
-from okuri.engine.queue import QueueRuntime
-from okuri.engine.retry import backoff, retrying
+from okuri.engine.queue import Node, Queue
+from okuri.engine.retry import retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import (
-    Ambiguous,
-    Conflict,
     InvalidArgument,
-    PreconditionFailed,
     QueueAlreadyExists,
     QueueDoesNotExist,
     ReceiptHandleInvalid,
-    Transient,
-    Unavailable,
 )
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
-
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
-
-
-def validate_queue_name(name: str) -> None:
-    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
-        raise InvalidArgument(
-            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length",
-            "QueueName",
-        )
 
 
 class Engine:
@@ -63,15 +49,21 @@ class Engine:
         self.node_id = node_id or clock.new_id()[:8]
         self.cache = SegmentCache(limits.segment_cache_bytes_max)
         self.stats: Counter[str] = Counter()
-        self._queues: dict[str, QueueRuntime] = {}
+        self._node = Node(store, clock, self.cache, self.stats, self.node_id, linger_ms)
+        self._queues: dict[str, Queue] = {}
         self.moves = MoveTasks(self)
 
-    def runtime(self, name: str) -> QueueRuntime:
+    def runtime(self, name: str) -> Queue:
+        """This node's view of queue `name` (whether or not the queue exists)."""
         validate_queue_name(name)
-        rt = self._queues.get(name)
-        if rt is None:
-            rt = self._queues[name] = QueueRuntime(self, name)
-        return rt
+        q = self._queues.get(name)
+        if q is None:
+            q = self._queues[name] = Queue(self._node, name, self._send_to)
+        return q
+
+    async def _send_to(self, name: str, messages: Sequence[Message]) -> None:
+        """Append dead-lettered messages to queue `name`, creating it if it is missing."""
+        await (await self.ensure_queue(name)).send_raw(messages)
 
     # --- queues ------------------------------------------------------------------------------
 
@@ -79,32 +71,14 @@ class Engine:
         """Create a queue; idempotent when it exists with the same attributes."""
         validate_queue_name(name)
         attrs = attrs or QueueAttrs()
-        now = self.clock.now_ms()
-        fresh = QueueState(name, self.clock.new_id(), now, attrs, modified_ms=now)
-        data = encode_state(fresh)
-        for attempt in range(limits.put_attempts_max):
-            try:
-                etag = await self.store.put_if_absent(keys.manifest(name), data)
-            except (PreconditionFailed, Conflict, Ambiguous):
-                try:
-                    existing = await self.runtime(name).refresh()
-                except QueueDoesNotExist:
-                    continue  # deleted meanwhile, or our ambiguous write did not land
-                if existing.incarnation == fresh.incarnation:
-                    return existing
-                if existing.attrs != attrs:
-                    raise QueueAlreadyExists(
-                        f"A queue named {name!r} already exists with different attributes"
-                    ) from None
-                return existing
-            except Transient:
-                await backoff(self.clock, attempt)
-                continue
-            self.runtime(name)._install(fresh, etag)
-            return fresh
-        raise Unavailable("object store unavailable")
+        st = await self.runtime(name).create(attrs)
+        if st.attrs != attrs:  # ours, or one that was there, the same or not
+            raise QueueAlreadyExists(
+                f"A queue named {name!r} already exists with different attributes"
+            )
+        return st
 
-    async def ensure_queue(self, name: str) -> QueueRuntime:
+    async def ensure_queue(self, name: str) -> Queue:
         """The queue's runtime, creating the queue with defaults if it is missing."""
         rt = self.runtime(name)
         try:
@@ -138,11 +112,11 @@ class Engine:
         return names[:limit]
 
     async def delete_queue(self, name: str) -> None:
-        rt = self.runtime(name)
-        await rt.refresh()
+        q = self.runtime(name)
+        await q.refresh()
         await retrying(self.clock, lambda: self.store.delete(keys.manifest(name)))
-        rt._forget()
-        rt.spawn(rt.sweep())
+        q.forget()
+        q.tasks.spawn(q.sweep())
 
     async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
         await self.runtime(name).set_attributes(attrs)
@@ -185,7 +159,12 @@ class Engine:
         max_messages: int = 1,
         visibility_s: int | None = None,
         wait_s: int | None = None,
+        *,
+        lease_ahead: bool = True,
     ) -> list[Delivery]:
+        """Lease up to `max_messages`, waiting up to `wait_s` for one. `lease_ahead` off for a
+        caller that is no consumer loop (a move task): its extra leases would only hide
+        messages from others."""
         if not 1 <= max_messages <= limits.receive_messages_max:
             raise InvalidArgument(
                 f"MaxNumberOfMessages must be 1 to {limits.receive_messages_max}",
@@ -195,7 +174,7 @@ class Engine:
             raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
         if wait_s is not None and not 0 <= wait_s <= limits.wait_s_max:
             raise InvalidArgument("WaitTimeSeconds must be 0 to 20", "WaitTimeSeconds")
-        return await self.runtime(name).receive(max_messages, visibility_s, wait_s)
+        return await self.runtime(name).receive(max_messages, visibility_s, wait_s, lease_ahead)
 
     async def ack(
         self, name: str, receipt_handles: Sequence[str]
@@ -209,6 +188,10 @@ class Engine:
             if not 0 <= vis <= limits.visibility_s_max:
                 raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
         return await self.runtime(name).change_visibility(entries)
+
+    async def send_raw(self, name: str, messages: Sequence[Message]) -> None:
+        """Append already-built messages (moves, redrive) keeping their ids and times."""
+        await self.runtime(name).send_raw(messages)
 
     async def redrive(self, dlq: str, target: str | None = None, max_messages: int = 10_000) -> int:
         """Move messages from a dead-letter queue back to where they came from, now.
@@ -283,4 +266,4 @@ class Engine:
         self._queues.clear()
 
 
-__all__ = ["Engine", "validate_queue_name"]
+__all__ = ["Engine"]

@@ -4,7 +4,7 @@ A task moves messages out of a dead-letter queue: each to the queue it was dead-
 (the message's `dead_letter_source`; for one sent to the dead-letter queue directly, the only
 queue that dead-letters there, if just one does), or all to one destination. It runs on the
 node that started it; its record, in the dead-letter queue's manifest
-(`okuri.engine.move_records`), is what every node reports. One step: lease up to
+(`okuri.core.move_records`), is what every node reports. One step: lease up to
 `MOVE_BATCH_MESSAGES_MAX` messages (hidden for `MOVE_VISIBILITY_S`), append them to their
 destinations and wait until that is durable, and only then finish them in the dead-letter
 queue. A node that dies between the two leaves the leased messages to reappear and be moved
@@ -21,20 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from okuri.clock import Clock
 from okuri.core import keys
+from okuri.core import move_records as rec
+from okuri.core.message import Message
+from okuri.core.move_records import MoveTask
 from okuri.core.state import QueueAttrs, QueueState, decode_state
-from okuri.engine import move_records as rec
-from okuri.engine.move_records import MoveTask
+from okuri.core.transitions import AckResult, Counts, VisibilityResult
 from okuri.engine.retry import retrying
 from okuri.engine.types import Delivery
-from okuri.errors import NotFound, QueueDoesNotExist, Unavailable
-
-if TYPE_CHECKING:
-    from okuri.engine.engine import Engine
+from okuri.errors import NotFound, QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
+from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
 
@@ -65,6 +67,40 @@ class _Job:
     finished: bool = False  # no more moves: its count is final
     recorded: bool = False  # its end was written (or the attempt failed and was logged)
     runner: asyncio.Task[None] | None = None
+
+
+class Engine(Protocol):
+    """What move tasks need of the engine (its public face), so this module never imports it."""
+
+    clock: Clock
+    store: ObjectStore
+    node_id: str
+    stats: Counter[str]
+
+    async def get_queue(self, name: str) -> QueueState: ...
+    async def counts(self, name: str) -> Counts: ...
+    async def list_queues(
+        self, prefix: str = "", limit: int = 1000, after: str = ""
+    ) -> list[str]: ...
+    async def update_attributes(
+        self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
+    ) -> QueueState: ...
+    async def receive(
+        self,
+        name: str,
+        max_messages: int = 1,
+        visibility_s: int | None = None,
+        wait_s: int | None = None,
+        *,
+        lease_ahead: bool = True,
+    ) -> list[Delivery]: ...
+    async def ack(
+        self, name: str, receipt_handles: Sequence[str]
+    ) -> list[AckResult | ReceiptHandleInvalid]: ...
+    async def change_visibility(
+        self, name: str, entries: Sequence[tuple[str, int]]
+    ) -> list[VisibilityResult | ReceiptHandleInvalid]: ...
+    async def send_raw(self, name: str, messages: Sequence[Message]) -> None: ...
 
 
 class MoveTasks:
@@ -243,10 +279,10 @@ class MoveTasks:
     async def _step(self, job: _Job, n: int) -> int:
         """Move up to `n` messages; how many were moved (0: the source had none visible)."""
         task = job.task
-        source = self.engine.runtime(task.source)
+        engine = self.engine
         batches = await asyncio.gather(
             *(
-                source.receive(min(10, n - i), MOVE_VISIBILITY_S, 0, lease_ahead=False)
+                engine.receive(task.source, min(10, n - i), MOVE_VISIBILITY_S, 0, lease_ahead=False)
                 for i in range(0, n, 10)
             )
         )
@@ -272,13 +308,15 @@ class MoveTasks:
             else:
                 sent.extend(deliveries)
         if sent:
-            await source.ack([d.receipt_handle for d in sent])
+            await engine.ack(task.source, [d.receipt_handle for d in sent])
             job.moved += len(sent)
             self.engine.stats["moved_by_tasks"] += len(sent)
         if stranded:
             # Visible again at once rather than hidden until the lease runs out.
             with contextlib.suppress(QueueDoesNotExist, Unavailable):
-                await source.change_visibility([(d.receipt_handle, 0) for d in stranded])
+                await engine.change_visibility(
+                    task.source, [(d.receipt_handle, 0) for d in stranded]
+                )
         if failure is not None:
             raise _Stop(rec.FAILED, failure)
         return len(got)
@@ -382,11 +420,12 @@ async def move_messages(engine: Engine, dest: str, deliveries: list[Delivery]) -
     now) and carries no dead-letter source. QueueDoesNotExist if `dest` does not exist.
     """
     now = engine.clock.now_ms()
-    await engine.runtime(dest).send_raw(
+    await engine.send_raw(
+        dest,
         [
             replace(d.message, sent_ms=now, visible_at_ms=now, dead_letter_source=None)
             for d in deliveries
-        ]
+        ],
     )
 
 

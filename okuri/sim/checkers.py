@@ -2,8 +2,9 @@
 
 - no_loss: an acknowledged send is delivered, purged, expired or dead-lettered, nothing else;
 - no_delivery_after_ack: once a delete was acknowledged, the message is never received again;
-- stale_receipt_never_acks: an ack that took effect carried the newest epoch ever delivered,
-  and a message is acked at most once;
+- ack_by_a_delivered_receipt: an ack that took effect carried the epoch of some delivery of the
+  message (any earlier receipt deletes, as on SQS; a receipt never handed out does not), and a
+  message is acked at most once;
 - epochs_unique: two deliveries of one message never share a lease epoch;
 - no_invented_messages: every delivered body was really sent by some client;
 - final state: counts are zero after the drain and no orphaned object is left in the bucket.
@@ -34,7 +35,7 @@ def check_history(h: History, queue: str, retention_s: float, skew_s: float) -> 
     out: list[Violation] = []
     out += no_invented_messages(h)
     out += epochs_unique(h)
-    out += stale_receipt_never_acks(h)
+    out += ack_by_a_delivered_receipt(h)
     out += no_delivery_after_ack(h)
     out += no_loss(h, queue, retention_s, skew_s)
     return out
@@ -69,7 +70,7 @@ def epochs_unique(h: History) -> list[Violation]:
     return out[:5]
 
 
-def stale_receipt_never_acks(h: History) -> list[Violation]:
+def ack_by_a_delivered_receipt(h: History) -> list[Violation]:
     out = []
     deliveries = _by_message(h)
     effective: dict[tuple[str, str], int] = defaultdict(int)
@@ -78,12 +79,12 @@ def stale_receipt_never_acks(h: History) -> list[Violation]:
             continue
         key = (a.queue, a.message_id)
         effective[key] += 1
-        newest = max((d.epoch for d in deliveries.get(key, [])), default=0)
-        if a.epoch != newest:
+        epochs = {d.epoch for d in deliveries.get(key, [])}
+        if a.epoch not in epochs:
             out.append(
                 Violation(
-                    "stale_receipt_never_acks",
-                    f"{key} acked with epoch {a.epoch} but epoch {newest} was delivered",
+                    "ack_by_a_delivered_receipt",
+                    f"{key} acked with epoch {a.epoch}; delivered epochs {sorted(epochs)}",
                 )
             )
     out += [

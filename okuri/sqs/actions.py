@@ -14,10 +14,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from okuri import limits
-from okuri.core.state import QueueAttrs, QueueState
-from okuri.engine import Delivery, Engine, SendRequest
-from okuri.engine.engine import QUEUE_NAME  # use fullmatch: "$" admits a trailing newline
-from okuri.engine.types import SendResult
+from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing newline
+    QUEUE_NAME,
+    Delivery,
+    Engine,
+    QueueAttrs,
+    QueueState,
+    SendRequest,
+    SendResult,
+)
 from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sqs import messages as msg
 from okuri.sqs import move_tasks, paging, tags

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from okuri import errors
-from okuri.engine import move_records
+from okuri.engine import MoveTaskActive, MoveTaskNotFound, NotADeadLetterQueue
 from okuri.sqs.sigv4 import AuthError
 
 # Shape name -> the legacy (query protocol) code SQS sends in x-amzn-query-error.
@@ -96,9 +96,9 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
             return SqsError("ReceiptHandleIsInvalid", str(err))
         case errors.MessageNotInflight():
             return SqsError("MessageNotInflight", "Message is not in flight.")
-        case move_records.NotADeadLetterQueue() | move_records.MoveTaskActive():
+        case NotADeadLetterQueue() | MoveTaskActive():
             return invalid(str(err))
-        case move_records.MoveTaskNotFound():
+        case MoveTaskNotFound():
             return resource_not_found(str(err))
         case errors.Unavailable() | errors.StoreError():
             return SqsError(

@@ -2,7 +2,7 @@
 
 A queue's dead-letter *sources* are the queues that dead-letter to it: those whose RedrivePolicy
 names it, or, for a queue given only a receive limit, the queue whose name it is plus "-dlq"
-(`okuri.engine.move_records.dead_letter_target`, the rule the engine's dead-letter move itself
+(`okuri.engine.dead_letter_target`, the rule the engine's dead-letter move itself
 follows). A move task needs such a source, as SQS's does.
 
 Start, list and cancel follow SQS's recorded answers: a source that is not a dead-letter queue
@@ -22,9 +22,13 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from okuri.engine import move_records as rec
-from okuri.engine.engine import QUEUE_NAME
-from okuri.engine.move_records import DestinationDoesNotExist, MoveTask
+from okuri.engine import (
+    MOVE_TASK_FAILED,
+    MOVE_TASK_RUNNING,
+    QUEUE_NAME,
+    DestinationDoesNotExist,
+    MoveTask,
+)
 from okuri.errors import QueueDoesNotExist, QueueError
 from okuri.sqs import paging
 from okuri.sqs.errors import SqsError, from_okuri, invalid, resource_not_found
@@ -147,7 +151,7 @@ def _entry(sqs: SqsActions, task: MoveTask) -> dict[str, Any]:
     """One ListMessageMoveTasks result: optional members only when they apply, as SQS sends."""
     source_arn = sqs.arn(task.source)
     out: dict[str, Any] = {}
-    if task.status == rec.RUNNING:
+    if task.status == MOVE_TASK_RUNNING:
         out["TaskHandle"] = encode_handle(task.id, source_arn)
     out["Status"] = task.status
     out["SourceArn"] = source_arn
@@ -157,7 +161,7 @@ def _entry(sqs: SqsActions, task: MoveTask) -> dict[str, Any]:
         out["MaxNumberOfMessagesPerSecond"] = task.rate
     out["ApproximateNumberOfMessagesMoved"] = task.moved
     out["ApproximateNumberOfMessagesToMove"] = task.to_move
-    if task.status == rec.FAILED and task.failure:
+    if task.status == MOVE_TASK_FAILED and task.failure:
         out["FailureReason"] = task.failure
     out["StartedTimestamp"] = task.started_ms
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 
-from okuri.engine.engine import QUEUE_NAME
+from okuri.engine import QUEUE_NAME
 from okuri.sqs.errors import invalid
 
 list_results_max = 1000  # ListQueues and ListDeadLetterSourceQueues

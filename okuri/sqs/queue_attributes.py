@@ -32,8 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from okuri import limits
-from okuri.core.state import QueueAttrs
-from okuri.engine.engine import QUEUE_NAME  # use fullmatch: "$" admits a trailing newline
+from okuri.engine import QUEUE_NAME, QueueAttrs  # QUEUE_NAME: fullmatch ("$" admits "\n")
 from okuri.sqs.messages import SqsInputError
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from okuri.core.state import QueueAttrs
+from okuri.engine import QueueAttrs
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import invalid
 

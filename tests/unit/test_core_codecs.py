@@ -571,15 +571,18 @@ def test_hand_broken_step_names_the_rule_it_breaks(rule: str) -> None:
         check_step(old, new)
 
 
-def test_an_epoch_may_step_back_once_per_release_and_no_further() -> None:
+def test_an_epoch_steps_back_only_by_one_and_only_for_a_release() -> None:
     old, new = good(), good()
     new.version += 1
-    new.segments[1].leases[1] = (1, 0, T0)
-    check_step(old, new, releases=1)
-    new.segments[1].leases[1] = (0, 0, 0)
+    assert old.segments[1].leases[1][0] == 2
+    new.segments[1].leases[1] = (1, 0, T0)  # released: visible at once
+    check_step(old, new)
+    new.segments[1].leases[1] = (1, T0 + 5_000, T0)  # stepped back but still hidden
     with pytest.raises(InvariantViolation, match="'epochs_monotonic'"):
-        check_step(old, new, releases=1)
-    check_step(old, new, releases=2)
+        check_step(old, new)
+    new.segments[1].leases[1] = (0, 0, 0)  # two steps back
+    with pytest.raises(InvariantViolation, match="'epochs_monotonic'"):
+        check_step(old, new)
 
 
 def test_check_step_also_checks_the_new_state() -> None:

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from okuri.core import move_records as rec
+from okuri.core.move_records import MoveTask, Pacer
 from okuri.core.state import QueueAttrs
-from okuri.engine import move_records as rec
-from okuri.engine.move_records import MoveTask, Pacer
 
 T0 = 1_700_000_000_000
 

@@ -17,12 +17,12 @@ import pytest
 
 from okuri.clock import LoopClock
 from okuri.core import keys
+from okuri.core import move_records as rec
 from okuri.core.message import Message
+from okuri.core.move_records import MoveTask
 from okuri.core.state import QueueAttrs
 from okuri.engine import Engine, SendRequest, move_tasks
-from okuri.engine import move_records as rec
-from okuri.engine.move_records import MoveTask
-from okuri.engine.queue import QueueRuntime
+from okuri.engine.queue import Queue
 from okuri.errors import QueueDoesNotExist, Unavailable
 from okuri.sim.loop import run_virtual
 from okuri.store.memory import Faults, MemoryStore
@@ -53,7 +53,7 @@ async def dead_letters(e: Engine, dlq: str, sources: dict[str, int]) -> set[byte
         for src, n in sources.items()
         for i in range(n)
     ]
-    await e.runtime(dlq).send_raw(messages)
+    await e.send_raw(dlq, messages)
     return {m.body for m in messages}
 
 
@@ -602,10 +602,10 @@ def test_a_store_failure_while_moving_fails_the_task(monkeypatch: pytest.MonkeyP
         await setup(e)
         sent = await dead_letters(e, DLQ, {SRC: 5})
 
-        async def down(self: QueueRuntime, *args: Any, **kw: Any) -> Any:
+        async def down(self: Queue, *args: Any, **kw: Any) -> Any:
             raise Unavailable("store down")
 
-        monkeypatch.setattr(QueueRuntime, "receive", down)
+        monkeypatch.setattr(Queue, "receive", down)
         await e.start_move_task(DLQ)
         await asyncio.sleep(1.0)
         monkeypatch.undo()

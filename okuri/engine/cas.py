@@ -1,0 +1,206 @@
+"""A compare-and-swap object over one store key: the one way the engine rewrites a manifest.
+
+It knows nothing of queues (SlateDB's pattern): read and cache the object, apply a pure change,
+check the named invariants, put it back conditionally; on 412 re-read and apply the same change
+to the new state, so a result always describes what was actually written; resolve an ambiguous
+reply (a write that may or may not have landed) by looking for the change's commit token.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.engine.retry import backoff, retrying
+from okuri.errors import (
+    Ambiguous,
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    Transient,
+    Unavailable,
+)
+from okuri.store.port import ObjectStore
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+
+class Codec(Protocol[S]):
+    """How a CasObject turns its state into bytes and back, and the rules every write keeps."""
+
+    def decode(self, data: bytes) -> S:
+        """Raises Unavailable for bytes that do not decode (never a silent default)."""
+
+    def encode(self, state: S) -> bytes: ...
+
+    def check(self, state: S) -> None:
+        """Invariants of one state, after every read."""
+
+    def check_step(self, old: S, new: S) -> None:
+        """Invariants relating a state to the one it replaces, before every write."""
+
+    def version(self, state: S) -> int:
+        """Grows on every write, so that no two successive contents are byte-equal (ABA)."""
+
+    def lineage(self, state: S) -> str:
+        """Names one life of the object (deleted and created again: a new lineage)."""
+
+    def has_token(self, state: S, token: str) -> bool:
+        """Did the write marked `token` land in `state`?"""
+
+
+@dataclass(frozen=True, slots=True)
+class Change(Generic[S, R]):
+    """What a pure change made of a state: the state to write (None: nothing to write)."""
+
+    state: S | None
+    result: R
+
+
+class CasObject(Generic[S]):
+    """One key's latest known state and etag, and conditional updates of it.
+
+    `missing` is raised (with `missing_message`) when the key does not exist; `installed` hears
+    of every state that replaces the cached one (the old state of the same lineage, or None).
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        clock: Clock,
+        key: str,
+        codec: Codec[S],
+        missing: type[Exception],
+        missing_message: str,
+        installed: Callable[[S | None, S], None],
+        stats: Counter[str],
+        stats_prefix: str,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.key = key
+        self.codec = codec
+        self._missing = missing
+        self._missing_message = missing_message
+        self._installed = installed
+        self._stats = stats
+        self._prefix = stats_prefix
+        self.state: S | None = None
+        self.etag = ""
+        self.installed_s = -1e18  # when the cached state was last confirmed current
+        self.read_s = -1e18  # when it was last read from the store
+
+    async def cached(self) -> S:
+        """The state as last seen (read only if never seen): every write is a CAS anyway."""
+        if self.state is None:
+            return await self.read()
+        return self.state
+
+    async def read(self) -> S:
+        """The state read now; an unchanged etag skips decoding (the version makes it unique)."""
+        try:
+            blob = await retrying(self.clock, lambda: self.store.get(self.key))
+        except NotFound:
+            self.state = None
+            raise self._missing(self._missing_message) from None
+        self.read_s = self.clock.monotonic_s()
+        if self.state is not None and blob.etag == self.etag:
+            self.installed_s = self.read_s
+            return self.state
+        state = self.codec.decode(blob.data)
+        self.codec.check(state)
+        self.install(state, blob.etag)
+        assert self.state is not None
+        return self.state
+
+    def install(self, state: S, etag: str) -> None:
+        """Adopt `state` as current, unless it is older than ours (a read that raced a write)."""
+        old = self.state
+        same_life = old is not None and self.codec.lineage(old) == self.codec.lineage(state)
+        if same_life and old is not None and self.codec.version(state) < self.codec.version(old):
+            return
+        self.state, self.etag = state, etag
+        self.installed_s = self.clock.monotonic_s()
+        self._installed(old if same_life else None, state)
+
+    def invalidate(self) -> None:
+        """Forget the cached state: the next access reads the store."""
+        self.state = None
+
+    async def create(self, state: S) -> S:
+        """Write `state` if the key is absent; else return what is there (however it differs)."""
+        data = self.codec.encode(state)
+        for attempt in range(limits.put_attempts_max):
+            try:
+                etag = await self.store.put_if_absent(self.key, data)
+            except (PreconditionFailed, Conflict, Ambiguous):
+                try:
+                    return await self.read()
+                except self._missing:
+                    continue  # deleted meanwhile, or our ambiguous write did not land
+            except Transient:
+                await backoff(self.clock, attempt)
+                continue
+            self.install(state, etag)
+            return state
+        raise Unavailable("object store unavailable")
+
+    async def update(
+        self,
+        change: Callable[[S], Change[S, R]],
+        token: str,
+        read_first: bool = False,
+        trust_cached_s: float = 0.0,
+    ) -> R:
+        """Apply `change` to the current state and write it by compare-and-swap.
+
+        `change` is pure and may run more than once. A change that writes nothing is trusted
+        only if judged on a state read during this call, or confirmed within `trust_cached_s`,
+        since no CAS will catch a stale cache then. `read_first` judges even the first attempt on
+        a fresh read (for a change that may refuse, which no CAS would catch either).
+        """
+        if read_first:
+            self.invalidate()
+        for attempt in range(limits.commit_attempts_max):
+            before = self.read_s
+            state = await self.cached()
+            fresh = self.read_s != before
+            made = change(state)
+            if made.state is None:
+                if fresh or self.clock.monotonic_s() - self.installed_s <= trust_cached_s:
+                    return made.result
+                self.invalidate()
+                continue
+            self.codec.check_step(state, made.state)
+            self._stats[f"{self._prefix}_cas_attempts"] += 1
+            try:
+                etag = await self.store.put_if_match(
+                    self.key, self.codec.encode(made.state), self.etag
+                )
+            except PreconditionFailed:
+                self._stats[f"{self._prefix}_conflicts"] += 1
+                self.invalidate()
+                if attempt:
+                    await backoff(self.clock, attempt)
+                continue
+            except NotFound:
+                self.invalidate()
+                continue  # the next read says whether the key is really gone
+            except (Conflict, Transient):
+                self.invalidate()
+                await backoff(self.clock, attempt)
+                continue
+            except Ambiguous:
+                self.invalidate()
+                if not self.codec.has_token(await self.read(), token):
+                    continue
+            else:
+                self.install(made.state, etag)
+            self._stats[f"{self._prefix}_commits"] += 1
+            return made.result
+        raise Unavailable(f"could not update {self.key!r}: too much contention")

@@ -1,0 +1,233 @@
+"""Receiving on one node: leases, the lease-ahead buffer, long-poll waiters and their discovery.
+
+A receive leases messages in the manifest's next group commit. A consumer that loops receive,
+delete, receive would then need two commits per cycle, so when a receive commits, the node also
+leases a few batches more (one per receive it served in the last commit window, at most
+`LEASE_AHEAD_MESSAGES_MAX`) and serves its next receives from them. Leases taken ahead are
+re-checked against a fresh manifest before they are handed out (a node with a fast clock may
+have re-leased and even acked the message meanwhile), and handed back (`Release`) when unused
+for the hold time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, counts, next_expiry_ms
+from okuri.engine.manifest import Manifest
+from okuri.engine.slot_log import SlotLog, wanted_messages
+from okuri.engine.tasks import Tasks
+from okuri.engine.types import Delivery
+from okuri.errors import QueueDoesNotExist, Unavailable
+
+log = logging.getLogger("okuri.engine")
+
+# Leases taken ahead for this node's next receives wait at most this long unused (or two commit
+# windows, if longer) before they are released.
+LEASE_AHEAD_HOLD_MS = 500
+LEASE_AHEAD_MESSAGES_MAX = 100
+
+
+@dataclass(slots=True)
+class _Buffered:
+    grant: Grant
+    visibility_ms: int
+    leased_s: float
+
+
+class Receiver:
+    def __init__(
+        self,
+        clock: Clock,
+        linger_ms: int,
+        manifest: Manifest,
+        slots: SlotLog,
+        tasks: Tasks,
+        dead_letter: Callable[[list[Grant]], Coroutine[Any, Any, None]],
+    ) -> None:
+        self.clock = clock
+        self._linger_ms = linger_ms
+        self.manifest = manifest
+        self.slots = slots
+        self._tasks = tasks
+        self._dead_letter = dead_letter
+        self.buffer: list[_Buffered] = []
+        self.waiters = 0
+        self._signal = asyncio.Event()
+        self._receive_calls: deque[float] = deque(maxlen=64)
+        self._discovery: asyncio.Task[None] | None = None
+        self.hold_s = max(LEASE_AHEAD_HOLD_MS, 2 * linger_ms + 200) / 1000
+
+    def notify(self) -> None:
+        """Wake every long-poller of this queue on this node."""
+        self._signal.set()
+        self._signal = asyncio.Event()
+
+    def reset(self) -> None:
+        self.buffer.clear()
+
+    # --- receiving ---------------------------------------------------------------------------
+
+    async def receive(
+        self, max_messages: int, visibility_s: int | None, wait_s: int | None, lease_ahead: bool
+    ) -> list[Delivery]:
+        st = await self.manifest.current()
+        vis_ms = (st.attrs.visibility_timeout_s if visibility_s is None else visibility_s) * 1000
+        wait = st.attrs.receive_wait_s if wait_s is None else wait_s
+        deadline = self.clock.monotonic_s() + wait
+        while True:
+            signal = self._signal
+            deliveries = await self._try_receive(max_messages, vis_ms, lease_ahead)
+            if deliveries:
+                return deliveries
+            remaining = deadline - self.clock.monotonic_s()
+            if remaining <= 0:
+                return []
+            st = await self.manifest.current()
+            soonest = next_expiry_ms(st, self.clock.now_ms())
+            if soonest is not None:
+                remaining = min(remaining, max(0.0, (soonest - self.clock.now_ms()) / 1000) + 0.001)
+            self.waiters += 1
+            self._ensure_discovery()
+            try:
+                await asyncio.wait_for(signal.wait(), remaining)
+            except TimeoutError:
+                pass
+            finally:
+                self.waiters -= 1
+
+    async def _try_receive(
+        self, max_messages: int, vis_ms: int, lease_ahead: bool
+    ) -> list[Delivery]:
+        self._receive_calls.append(self.clock.monotonic_s())
+        self._release_stale()
+        grants = self._take_buffered(max_messages, vis_ms)
+        if grants:
+            grants = await self._still_ours(grants)
+        if not grants:
+            ops: list[Op] = [Lease(max_messages, vis_ms)]
+            extra = self._lease_ahead_target(max_messages) - len(self.buffer)
+            if extra > 0 and vis_ms > 0 and lease_ahead:
+                ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
+            await self._discover_for(ops)
+            results = await self.manifest.commit(ops)
+            first = results[0]
+            assert isinstance(first, LeaseResult)
+            grants = list(first.granted)
+            dead = list(first.dead)
+            if len(results) > 1:
+                ahead = results[1]
+                assert isinstance(ahead, LeaseResult)
+                now_s = self.clock.monotonic_s()
+                self.buffer.extend(_Buffered(g, vis_ms, now_s) for g in ahead.granted)
+                if ahead.granted:
+                    self._tasks.spawn(self._release_later())
+                dead.extend(ahead.dead)
+            if dead:
+                self._tasks.spawn(self._dead_letter(dead))
+        return await self.slots.deliveries(await self.manifest.current(), grants)
+
+    async def _discover_for(self, ops: Sequence[Op]) -> None:
+        """Make sure the commit that leases `ops` can adopt what it needs from the slot log."""
+        st = await self.manifest.current()
+        short = wanted_messages(ops) - counts(st, self.clock.now_ms()).visible
+        if short > 0 and self.slots.probe_due():
+            await self.slots.discover(short)
+
+    def _lease_ahead_target(self, max_messages: int) -> int:
+        """Enough for every receive this node served within about one commit window.
+
+        Each consumer then finds its next batch waiting after its delete commits, so one CAS
+        carries every consumer's acks instead of alternating between them.
+        """
+        now = self.clock.monotonic_s()
+        window = self._linger_ms / 1000 + 0.1
+        recent = sum(1 for t in self._receive_calls if now - t <= window)
+        return min(LEASE_AHEAD_MESSAGES_MAX, max_messages * max(1, recent))
+
+    def _take_buffered(self, max_messages: int, vis_ms: int) -> list[Grant]:
+        taken: list[Grant] = []
+        keep: list[_Buffered] = []
+        for item in self.buffer:
+            if len(taken) < max_messages and item.visibility_ms == vis_ms:
+                taken.append(item.grant)
+            else:
+                keep.append(item)
+        self.buffer = keep
+        return taken
+
+    async def _still_ours(self, grants: list[Grant]) -> list[Grant]:
+        """Re-check leases taken ahead against the bucket before handing them out.
+
+        A node with a fast clock may have judged one expired, re-leased and even acked the
+        message since; handing out our older lease now would deliver it after its ack.
+        """
+        st = await self.manifest.refresh()
+        kept = []
+        for g in grants:
+            seg = st.segments.get(g.seq)
+            lease = seg.leases.get(g.idx) if seg is not None and not seg.is_done(g.idx) else None
+            if lease is not None and lease[0] == g.epoch:
+                kept.append(g)
+        return kept
+
+    # --- handing leases back -----------------------------------------------------------------
+
+    async def _release_later(self) -> None:
+        """Hand unused leases back soon, so other nodes are not kept from those messages."""
+        await self.clock.sleep(self.hold_s + 0.001)
+        self._release_stale()
+
+    def _release_stale(self) -> None:
+        if not self.buffer:
+            return
+        cutoff = self.clock.monotonic_s() - self.hold_s
+        stale = [b for b in self.buffer if b.leased_s <= cutoff]
+        if stale:
+            self.buffer = [b for b in self.buffer if b.leased_s > cutoff]
+            self._tasks.spawn(self._release(stale))
+
+    async def release_all(self) -> None:
+        stale, self.buffer = self.buffer, []
+        if stale:
+            await self._release(stale)
+
+    async def _release(self, items: list[_Buffered]) -> None:
+        st = self.manifest.state
+        inc = st.incarnation if st is not None else ""
+        ops: list[Op] = [Release(b.grant.seq, b.grant.idx, b.grant.epoch, inc) for b in items]
+        try:
+            await self.manifest.commit(ops)
+        except (QueueDoesNotExist, Unavailable) as err:
+            log.warning("releasing leases of %s failed: %s", self.manifest.name, err)
+
+    # --- discovery while clients wait --------------------------------------------------------
+
+    def _ensure_discovery(self) -> None:
+        if self._discovery is None or self._discovery.done():
+            self._discovery = asyncio.create_task(self._discover())
+
+    async def _discover(self) -> None:
+        """While someone long-polls here, look for slots written through other nodes."""
+        delay_ms = limits.poll_ms_min
+        while self.waiters > 0:
+            try:
+                found = await self.slots.discover(limits.receive_messages_max * 4)
+                if self.manifest.age_s() >= limits.manifest_refresh_ms / 1000:
+                    await self.manifest.refresh()  # visibility changes made on other nodes
+            except (QueueDoesNotExist, Unavailable):
+                self.notify()
+                return
+            delay_ms = limits.poll_ms_min if found else min(delay_ms * 2, limits.poll_ms_max)
+            await self.clock.sleep(delay_ms / 1000)
+
+    def close(self) -> None:
+        if self._discovery is not None:
+            self._discovery.cancel()

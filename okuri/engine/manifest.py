@@ -1,0 +1,191 @@
+"""A queue's manifest on one node: the cached copy, and group commit of every change to it.
+
+Clients' operations (leases, acks, visibility changes, ...) are collected for one linger window
+and applied together by `okuri.core.transitions.apply` in one compare-and-swap (the generic
+`CasObject`), with the adoption of newly discovered slots riding along. A node therefore writes
+a queue's manifest at most once per window however many clients it serves: that is the cost cap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.core import keys
+from okuri.core.invariants import check_state, check_step
+from okuri.core.state import ManifestCorrupt, QueueAttrs, QueueState, decode_state, encode_state
+from okuri.core.transitions import Lease, Op, Outcome, Result, SetAttributes, apply
+from okuri.engine.batching import Batcher
+from okuri.engine.cas import CasObject, Change
+from okuri.errors import QueueDoesNotExist, Unavailable
+from okuri.store.port import ObjectStore
+
+# Given the manifest a commit is about to change and the operations it carries: the Adopt
+# operations to put first.
+AdoptFn = Callable[[QueueState, Sequence[Op]], list[Op]]
+
+
+class ManifestCodec:
+    """Queue manifests for `CasObject`: JSON, named invariants, commit tokens."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def decode(self, data: bytes) -> QueueState:
+        try:
+            return decode_state(data)
+        except ManifestCorrupt as err:
+            raise Unavailable(f"manifest of {self.name!r} is unreadable: {err}") from err
+
+    def encode(self, state: QueueState) -> bytes:
+        return encode_state(state)
+
+    def check(self, state: QueueState) -> None:
+        check_state(state)
+
+    def check_step(self, old: QueueState, new: QueueState) -> None:
+        check_step(old, new)
+
+    def version(self, state: QueueState) -> int:
+        return state.version
+
+    def lineage(self, state: QueueState) -> str:
+        return state.incarnation
+
+    def has_token(self, state: QueueState, token: str) -> bool:
+        return token in state.commits
+
+
+class Manifest:
+    """Owns the cached manifest and the committer; hears nothing back from its queue except
+    through the callables it was given (`adopt`, `installed`, `committed`)."""
+
+    def __init__(
+        self,
+        name: str,
+        store: ObjectStore,
+        clock: Clock,
+        linger_ms: int,
+        node_id: str,
+        stats: Counter[str],
+        adopt: AdoptFn,
+        installed: Callable[[QueueState | None, QueueState], None],
+        committed: Callable[[Outcome], None],
+    ) -> None:
+        self.name = name
+        self.clock = clock
+        self._node_id = node_id
+        self._stats = stats
+        self._adopt = adopt
+        self._committed = committed
+        self._codec = ManifestCodec(name)
+        self.cell: CasObject[QueueState] = CasObject(
+            store,
+            clock,
+            keys.manifest(name),
+            self._codec,
+            QueueDoesNotExist,
+            f"queue {name!r} does not exist",
+            installed,
+            stats,
+            "manifest",
+        )
+        self._counter = 0
+        self.committer: Batcher[list[Op], list[Result]] = Batcher(
+            clock, linger_ms, self._flush, max_items=limits.commit_ops_max
+        )
+
+    @property
+    def state(self) -> QueueState | None:
+        return self.cell.state
+
+    async def current(self) -> QueueState:
+        return await self.cell.cached()
+
+    async def refresh(self) -> QueueState:
+        return await self.cell.read()
+
+    def forget(self) -> None:
+        self.cell.invalidate()
+
+    def age_s(self) -> float:
+        """How long since the cached manifest was last confirmed current."""
+        return self.clock.monotonic_s() - self.cell.installed_s
+
+    async def create(self, attrs: QueueAttrs) -> QueueState:
+        """Create the queue, or return the manifest already there (compare its incarnation)."""
+        now = self.clock.now_ms()
+        fresh = QueueState(self.name, self.clock.new_id(), now, attrs, modified_ms=now)
+        return await self.cell.create(fresh)
+
+    def _token(self) -> str:
+        self._counter += 1
+        return f"{self._node_id}.{self._counter}"
+
+    async def commit(self, ops: Sequence[Op]) -> list[Result]:
+        """Apply `ops` in this node's next group commit; their results, in order."""
+        return await self.committer.submit(list(ops))
+
+    async def _flush(self, batches: list[list[Op]]) -> list[list[Result]]:
+        flat = [op for batch in batches for op in batch]
+
+        def change(st: QueueState) -> Change[QueueState, Outcome]:
+            adopts = self._adopt(st, flat)
+            out = apply(st, self.clock.now_ms(), [*adopts, *flat], token)
+            out.results = out.results[len(adopts) :]
+            return Change(out.state if out.changed else None, out)
+
+        token = self._token()
+        # A lease that found nothing may be judged on a manifest at most one poll old; anything
+        # else that changes nothing is judged on a fresh read.
+        only_leases = all(isinstance(op, Lease) for op in flat)
+        trust_s = limits.poll_ms_max / 1000 if only_leases else 0.0
+        out = await self.cell.update(change, token, trust_cached_s=trust_s)
+        if out.changed:
+            self._committed(out)
+            self._stats["manifest_commit_ops"] += len(flat)
+        return _split(out.results, batches)
+
+    async def update_attrs(
+        self, change: Callable[[QueueAttrs], QueueAttrs], touch: bool
+    ) -> QueueState:
+        """Read the attributes, `change` them and write them back in one compare-and-swap.
+
+        `change` is applied to the manifest the CAS replaces, judged on a fresh read, so
+        concurrent read-modify-writes (tags, move-task records, SetQueueAttributes) never undo
+        each other. It may raise to refuse, and may run more than once. `touch` moves
+        LastModifiedTimestamp; with it off, an unchanged result writes nothing.
+        """
+
+        def apply_change(st: QueueState) -> Change[QueueState, Outcome | QueueState]:
+            attrs = change(st.attrs)
+            if attrs == st.attrs and not touch:
+                return Change(None, st)
+            out = apply(st, self.clock.now_ms(), [SetAttributes(attrs)], token)
+            if not touch:
+                out.state.modified_ms = st.modified_ms
+            return Change(out.state, out)
+
+        token = self._token()
+        made = await self.cell.update(apply_change, token, read_first=True)
+        if isinstance(made, QueueState):
+            return made
+        self._committed(made)
+        return await self.current()
+
+    async def close(self) -> None:
+        await self.committer.drain()
+
+    def crash(self) -> None:
+        self.committer.cancel()
+
+
+def _split(results: list[Result], batches: list[list[Op]]) -> list[list[Result]]:
+    out: list[list[Result]] = []
+    i = 0
+    for batch in batches:
+        out.append(results[i : i + len(batch)])
+        i += len(batch)
+    return out

@@ -1,0 +1,308 @@
+"""A queue's slot log on one node: appending segments, and discovering what other nodes appended.
+
+Sends never touch the manifest: a linger window's messages become one immutable segment, written
+create-only into the next free slot. Slots at or above the manifest's cursor are dense, so a
+node finds slots written through other nodes by reading forward from the cursor. It reads them
+in galloping rounds of parallel GETs (1, 2, 4, ... slots at once, back to one after an empty
+slot), so discovery keeps up with any number of producer nodes at one round trip per round,
+while an idle queue costs one GET per probe. Only as many slots are read, and adopted into the
+manifest, as consumers are about to need: depth costs neither memory nor commit time.
+
+A slot below the cursor may have been freed and could be refilled by a producer whose idea of
+the head is stale; the producer therefore re-reads the manifest after each write and writes
+again if its slot was never read (`_verify_slot`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.core import keys
+from okuri.core.message import Message, Segment, SegmentCorrupt, decode_segment, encode_segment
+from okuri.core.receipts import Receipt
+from okuri.core.state import QueueState
+from okuri.core.transitions import Adopt, Grant, Lease, Op, counts
+from okuri.engine.batching import Batcher
+from okuri.engine.cache import SegmentCache
+from okuri.engine.manifest import Manifest
+from okuri.engine.retry import backoff, retrying
+from okuri.engine.tasks import Tasks
+from okuri.engine.types import Delivery
+from okuri.errors import (
+    Ambiguous,
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    Transient,
+    Unavailable,
+)
+from okuri.store.port import ObjectStore
+
+log = logging.getLogger("okuri.engine")
+
+
+class SlotLog:
+    def __init__(
+        self,
+        name: str,
+        store: ObjectStore,
+        clock: Clock,
+        cache: SegmentCache,
+        stats: Counter[str],
+        linger_ms: int,
+        manifest: Manifest,
+        tasks: Tasks,
+        notify: Callable[[], None],
+    ) -> None:
+        self.name = name
+        self.store = store
+        self.clock = clock
+        self.cache = cache
+        self._stats = stats
+        self.manifest = manifest
+        self._tasks = tasks
+        self._notify = notify
+        self.head_hint = 0  # no free slot below this one (as far as this node knows)
+        # Slots at or above the cursor read (or written) here and not yet adopted; bounded by
+        # what consumers asked for, since adoption takes them from the cursor up.
+        self.known: dict[int, Segment] = {}
+        self._width = 1  # slots read at once in the next discovery round
+        self.last_probe_s = -1e18
+        self.last_probe_found = True
+        self.producer: Batcher[Message, int] = Batcher(
+            clock,
+            linger_ms,
+            self._flush,
+            max_items=limits.segment_messages_max,
+            size=lambda m: len(m.body) + 512,
+            max_size=limits.segment_bytes_max,
+        )
+
+    # --- following the manifest --------------------------------------------------------------
+
+    def reset(self) -> None:
+        """A new incarnation (or none): nothing known about the old one applies."""
+        self.known.clear()
+        self.head_hint = 0
+
+    def installed(self, st: QueueState) -> None:
+        self.head_hint = max(self.head_hint, st.next_seq)
+        for seq in [s for s in self.known if s < st.next_seq]:
+            del self.known[seq]
+
+    # --- appending ---------------------------------------------------------------------------
+
+    def append(self, message: Message) -> asyncio.Future[int]:
+        """The slot `message` landed in, once its segment is durable and will be read."""
+        return self.producer.submit(message)
+
+    async def _flush(self, messages: list[Message]) -> list[int]:
+        segment = Segment(self.clock.new_id(), tuple(messages))
+        slot = await self._write(segment, encode_segment(segment))
+        self._stats["segments_written"] += 1
+        self._stats["segment_messages"] += len(messages)
+        return [slot] * len(messages)
+
+    async def _write(self, segment: Segment, data: bytes) -> int:
+        st = await self.manifest.current()
+        slot = max(self.head_hint, st.next_seq)
+        for attempt in range(limits.put_attempts_max):
+            inc = st.incarnation
+            key = keys.segment(self.name, inc, slot)
+            try:
+                await self.store.put_if_absent(key, data)
+            except PreconditionFailed:
+                slot = await self.find_head(inc, slot + 1)
+                continue
+            except Transient:
+                await backoff(self.clock, attempt)
+                continue
+            except (Ambiguous, Conflict):
+                # A lost reply, or a racing create (409): the slot may hold ours, another's, or
+                # nothing. Skipping an empty slot would leave a gap that hides every later one.
+                mine = await self._slot_holds(inc, slot, segment.sid)
+                if mine is None:
+                    await backoff(self.clock, attempt)
+                    continue
+                if not mine:
+                    slot = await self.find_head(inc, slot + 1)
+                    continue
+            verdict = await self._verify_slot(slot, segment.sid)
+            st = await self.manifest.current()
+            if verdict and st.incarnation == inc:
+                self.head_hint = max(self.head_hint, slot + 1)
+                self.cache.put((self.name, inc, slot), segment)
+                self._notify()
+                return slot
+            slot = max(st.next_seq, self.head_hint)
+        raise Unavailable(f"could not append to {self.name!r}: too much contention")
+
+    async def _slot_holds(self, inc: str, slot: int, sid: str) -> bool | None:
+        """Whose segment is in a slot after an ambiguous write: ours, another's, or none."""
+        seg = await self.read_slot(inc, slot)
+        return None if seg is None else seg.sid == sid
+
+    async def _verify_slot(self, slot: int, sid: str) -> bool:
+        """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot."""
+        st = await self.manifest.refresh()  # always a fresh read; never judged from the cache
+        if slot >= st.next_seq:
+            return True
+        return st.recent_sid(slot) == sid
+
+    async def find_head(self, inc: str, start: int) -> int:
+        """The first empty slot at or after `start`, by galloping then bisecting over GETs."""
+        lo, step = start, 1
+        while await self.read_slot(inc, lo + step - 1) is not None:
+            lo, step = lo + step, min(step * 2, 1 << 20)
+        hi = lo + step - 1  # empty
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if await self.read_slot(inc, mid) is not None:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    # --- reading -----------------------------------------------------------------------------
+
+    async def read_slot(self, inc: str, seq: int) -> Segment | None:
+        cache_key = (self.name, inc, seq)
+        seg = self.cache.get(cache_key)
+        if seg is not None:
+            return seg
+        try:
+            blob = await retrying(
+                self.clock, lambda: self.store.get(keys.segment(self.name, inc, seq))
+            )
+        except NotFound:
+            return None
+        try:
+            seg = decode_segment(blob.data)
+        except SegmentCorrupt:
+            # Not written by okuri: adopt it as an empty slot so the log moves on past it.
+            log.error("slot %d of %s holds a foreign object; stepping over it", seq, self.name)
+            seg = Segment(f"foreign:{blob.etag}", ())
+        self.cache.put(cache_key, seg)
+        return seg
+
+    async def segment_for(self, st: QueueState, seq: int) -> Segment | None:
+        """The adopted segment in slot `seq`, or None if it was finished or purged since."""
+        meta = st.segments.get(seq)
+        if meta is None:
+            return None
+        seg = await self.read_slot(st.incarnation, seq)
+        if seg is not None and seg.sid != meta.sid:
+            self.cache.drop((self.name, st.incarnation, seq))
+            seg = await self.read_slot(st.incarnation, seq)
+            if seg is None or seg.sid != meta.sid:
+                return None
+        return seg
+
+    async def deliveries(self, st: QueueState, grants: Sequence[Grant]) -> list[Delivery]:
+        """The messages `grants` leased, with their receipts (those gone since are skipped)."""
+        out: list[Delivery] = []
+        for g in grants:
+            seg = await self.segment_for(st, g.seq)
+            if seg is None or g.idx >= len(seg.messages):
+                continue
+            receipt = Receipt(self.name, st.incarnation, g.seq, g.idx, g.epoch)
+            out.append(Delivery(seg.messages[g.idx], receipt.encode(), g.epoch, g.first_receive_ms))
+        return out
+
+    # --- discovery ---------------------------------------------------------------------------
+
+    def _known_run(self, st: QueueState) -> tuple[int, int]:
+        """(first slot not known past the cursor, messages known in the run up to it)."""
+        head, have = st.next_seq, 0
+        while head in self.known:
+            have += len(self.known[head].messages)
+            head += 1
+        return head, have
+
+    async def discover(self, want_messages: int) -> int:
+        """Read slots past the cursor until `want_messages` are known in an unbroken run from
+        it, or an empty slot is reached; how many slots were found."""
+        st = await self.manifest.current()
+        self.last_probe_s = self.clock.monotonic_s()
+        inc = st.incarnation
+        head, have = self._known_run(st)
+        found = 0
+        while have < max(want_messages, 1) and found < limits.probe_segments_max:
+            width = min(self._width, limits.probe_segments_max - found)
+            segs = await asyncio.gather(*(self.read_slot(inc, head + i) for i in range(width)))
+            got = 0
+            for seg in segs:
+                if seg is None:
+                    break
+                self.known[head] = seg
+                have += len(seg.messages)
+                head += 1
+                got += 1
+            found += got
+            self._stats["discovery_rounds"] += 1
+            if got < width:
+                self._width = max(1, got)
+                break
+            self._width = min(self._width * 2, limits.probe_parallel_max)
+        self.last_probe_found = found > 0
+        if found:
+            self._stats["slots_discovered"] += found
+            self._notify()
+        return found
+
+    def probe_due(self) -> bool:
+        """An empty probe is not repeated within the minimum poll interval."""
+        waited = self.clock.monotonic_s() - self.last_probe_s
+        return self.last_probe_found or waited >= limits.poll_ms_min / 1000
+
+    def adopt_ops(self, st: QueueState, ops: Sequence[Op]) -> list[Op]:
+        """Adopt known slots from the cursor up, only while the manifest has fewer visible
+        messages than `ops` will lease (and a margin): a deep backlog stays in its segments."""
+        wanted = wanted_messages(ops)
+        if not wanted:
+            return []
+        visible = counts(st, self.clock.now_ms()).visible
+        adopts: list[Op] = []
+        seq = st.next_seq
+        room = limits.manifest_segments_max - len(st.segments)
+        while (
+            seq in self.known
+            and visible < wanted
+            and len(adopts) < min(room, limits.probe_segments_max)
+        ):
+            seg = self.known[seq]
+            adopts.append(Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays()))
+            visible += len(seg.messages) - len(seg.delays())
+            seq += 1
+        return adopts
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def freed(self, inc: str, seqs: Sequence[int]) -> None:
+        """Slots the manifest dropped: delete their objects in the background."""
+        for seq in seqs:
+            self.cache.drop((self.name, inc, seq))
+            self._tasks.spawn(self.delete_quietly(keys.segment(self.name, inc, seq)))
+
+    async def delete_quietly(self, key: str) -> None:
+        try:
+            await retrying(self.clock, lambda: self.store.delete(key))
+        except Unavailable:
+            log.warning("could not delete %s; the sweeper will", key)
+
+    async def close(self) -> None:
+        await self.producer.drain()
+
+    def crash(self) -> None:
+        self.producer.cancel()
+
+
+def wanted_messages(ops: Sequence[Op]) -> int:
+    """Messages to have adopted and visible for `ops`: what they lease, plus a margin."""
+    asked = sum(op.max_messages for op in ops if isinstance(op, Lease))
+    return asked + limits.adopt_margin_messages if asked else 0
