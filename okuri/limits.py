@@ -26,7 +26,7 @@ dedup_entries_max = 100_000
 
 # Engine batching and bounds.
 linger_ms_default = 100  # on S3: one window's requests are what a message costs
-linger_ms_local_default = 5  # a local directory charges nothing per request
+linger_ms_local_default = 0  # a local directory charges nothing per request: commit at once
 linger_ms_max = 10_000
 segment_bytes_max = 8 * 1024 * 1024
 segment_messages_max = 4096
@@ -51,3 +51,36 @@ poll_ms_min = 50
 poll_ms_max = 1_000
 manifest_refresh_ms = 10_000
 sweep_interval_s = 3_600
+
+# Leases taken ahead for a node's next receives: how many, and how long they wait unused (or
+# two commit windows, if longer) before they are handed back.
+lease_ahead_hold_ms = 500
+lease_ahead_messages_max = 100
+
+# Message move tasks and the dead-letter source scan.
+move_batch_messages_max = 100  # leased per step: ten receives, one segment, one ack commit
+move_visibility_s = 60  # messages being moved stay hidden this long if the node dies
+move_stop_s = 5.0  # on shutdown a step gets this long to finish before it is abandoned
+sources_scan_page = 1_000  # queues listed (one LIST) and manifests read per scan round
+sources_scan_queues_max = 10_000  # manifests one ListDeadLetterSourceQueues call reads at most
+sources_scan_concurrency = 16
+move_tasks_kept = 10
+move_heartbeat_ms = 5_000
+move_stale_ms = 60_000
+
+# The server: request size, start-up, shutdown and readiness.
+request_bytes_max = 4 * 1024 * 1024
+startup_check_s = 30.0  # a bucket still coming up (compose, MinIO) gets this long to answer
+startup_retry_s_max = 2.0
+shutdown_grace_s = 10.0  # in-flight requests get this long to finish after a stop signal
+flush_timeout_s = 30.0  # bound on engine.close(); past it, pending sends are reported lost
+health_shutdown_s = 1.0
+ready_timeout_s = 2.0  # a slow bucket reads as "not ready" rather than as a hung probe
+ready_cache_s = 1.0
+
+# Object-store adapters.
+key_bytes_max = 1024  # S3's limit, so a key valid here is valid on every adapter
+name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix
+lock_attempts_max = 100
+mkdir_attempts_max = 16
+list_keys_max = 1000  # one ListObjectsV2 page

@@ -2,15 +2,16 @@
 
 A move task (SQS's StartMessageMoveTask) takes messages out of a dead-letter queue. Its record
 lives in that queue's manifest, in `QueueAttrs.extra` under `MOVE_TASKS_KEY`: a JSON list of the
-queue's latest tasks, newest first, at most `MOVE_TASKS_KEPT` (SQS lists up to ten). Every
-change is one compare-and-swap of the manifest (`QueueRuntime.update_attrs`), so any node reads
+queue's latest tasks, newest first, at most `limits.move_tasks_kept` (SQS lists up to ten). Every
+change is one compare-and-swap of the manifest (`Engine.update_attributes`), so any node reads
 the same history, and at most one task per queue is active (RUNNING or CANCELLING).
 
 The task itself runs on the node that started it (`okuri.engine.move_tasks`), which refreshes
-`heartbeat_ms` and the moved count at least every `MOVE_HEARTBEAT_MS`. A node can die without a
-word, so readers judge an active record whose heartbeat is older than `MOVE_STALE_MS` by their
-own clock: a RUNNING one is reported FAILED (`FAILURE_NODE_LOST`), a CANCELLING one CANCELLED,
-and a new StartMessageMoveTask may replace it. The bound is generous against clock skew between
+`heartbeat_ms` and the moved count at least every `limits.move_heartbeat_ms`. A node can die
+without a word, so readers judge an active record whose heartbeat is older than
+`limits.move_stale_ms` by their own clock: a RUNNING one is reported FAILED
+(`FAILURE_NODE_LOST`), a CANCELLING one CANCELLED, and a new StartMessageMoveTask may replace
+it. The bound is generous against clock skew between
 nodes (seconds) and a slow store (a step retries for at most tens of seconds).
 
 Also here: which queue a queue dead-letters to (`dead_letter_target`), the one definition the
@@ -26,13 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from okuri import limits
 from okuri.core.state import QueueAttrs
 from okuri.errors import QueueDoesNotExist, QueueError
 
 MOVE_TASKS_KEY = "okuri:move-tasks"
-MOVE_TASKS_KEPT = 10
-MOVE_HEARTBEAT_MS = 5_000
-MOVE_STALE_MS = 60_000
 
 RUNNING = "RUNNING"
 COMPLETED = "COMPLETED"
@@ -149,7 +148,7 @@ def decode_tasks(attrs: QueueAttrs) -> list[MoveTask]:
 def encode_tasks(attrs: QueueAttrs, tasks: Sequence[MoveTask]) -> QueueAttrs:
     extra = dict(attrs.extra)
     if tasks:
-        kept = [t.to_json() for t in tasks[:MOVE_TASKS_KEPT]]
+        kept = [t.to_json() for t in tasks[: limits.move_tasks_kept]]
         extra[MOVE_TASKS_KEY] = json.dumps(kept, separators=(",", ":"))
     else:
         extra.pop(MOVE_TASKS_KEY, None)
@@ -159,7 +158,7 @@ def encode_tasks(attrs: QueueAttrs, tasks: Sequence[MoveTask]) -> QueueAttrs:
 def as_seen(task: MoveTask, now_ms: int) -> MoveTask:
     """The task as a reader at `now_ms` must report it: an active task whose node stopped
     reporting is over (RUNNING becomes FAILED, CANCELLING becomes CANCELLED)."""
-    if task.status not in ACTIVE or now_ms - task.heartbeat_ms <= MOVE_STALE_MS:
+    if task.status not in ACTIVE or now_ms - task.heartbeat_ms <= limits.move_stale_ms:
         return task
     if task.status == CANCELLING:
         return replace(task, status=CANCELLED)
@@ -174,7 +173,7 @@ def add_task(tasks: Sequence[MoveTask], task: MoveTask, now_ms: int) -> list[Mov
             "There is already a task running. Only one active task is allowed for a source "
             "queue arn at a given time."
         )
-    return [task, *seen][:MOVE_TASKS_KEPT]
+    return [task, *seen][: limits.move_tasks_kept]
 
 
 def request_cancel(

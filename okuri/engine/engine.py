@@ -250,6 +250,13 @@ class Engine:
             name: counts(rt.state, now) for name, rt in self._queues.items() if rt.state is not None
         }
 
+    def cached_unadopted_slots(self) -> dict[str, int]:
+        """Per queue this node has touched: slots it knows to be written past the manifest's
+        cursor (by its own producers or read by discovery). Costs no request."""
+        return {
+            name: n for name, q in self._queues.items() if (n := q.unadopted_slots()) is not None
+        }
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def close(self) -> None:

@@ -3,7 +3,7 @@
 A receive leases messages in the manifest's next group commit. A consumer that loops receive,
 delete, receive would then need two commits per cycle, so when a receive commits, the node also
 leases a few batches more (one per receive it served in the last commit window, at most
-`LEASE_AHEAD_MESSAGES_MAX`) and serves its next receives from them. Leases taken ahead are
+`limits.lease_ahead_messages_max`) and serves its next receives from them. Leases taken ahead are
 re-checked against a fresh manifest before they are handed out (a node with a fast clock may
 have re-leased and even acked the message meanwhile), and handed back (`Release`) when unused
 for the hold time.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,17 +22,12 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, counts, next_expiry_ms
 from okuri.engine.manifest import Manifest
-from okuri.engine.slot_log import SlotLog, wanted_messages
+from okuri.engine.slot_log import SlotLog
 from okuri.engine.tasks import Tasks
 from okuri.engine.types import Delivery
 from okuri.errors import QueueDoesNotExist, Unavailable
 
 log = logging.getLogger("okuri.engine")
-
-# Leases taken ahead for this node's next receives wait at most this long unused (or two commit
-# windows, if longer) before they are released.
-LEASE_AHEAD_HOLD_MS = 500
-LEASE_AHEAD_MESSAGES_MAX = 100
 
 
 @dataclass(slots=True)
@@ -63,7 +58,7 @@ class Receiver:
         self._signal = asyncio.Event()
         self._receive_calls: deque[float] = deque(maxlen=64)
         self._discovery: asyncio.Task[None] | None = None
-        self.hold_s = max(LEASE_AHEAD_HOLD_MS, 2 * linger_ms + 200) / 1000
+        self.hold_s = max(limits.lease_ahead_hold_ms, 2 * linger_ms + 200) / 1000
 
     def notify(self) -> None:
         """Wake every long-poller of this queue on this node."""
@@ -116,7 +111,7 @@ class Receiver:
             extra = self._lease_ahead_target(max_messages) - len(self.buffer)
             if extra > 0 and vis_ms > 0 and lease_ahead:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
-            await self._discover_for(ops)
+            await self._discover_for(max_messages)
             results = await self.manifest.commit(ops)
             first = results[0]
             assert isinstance(first, LeaseResult)
@@ -134,12 +129,17 @@ class Receiver:
                 self._tasks.spawn(self._dead_letter(dead))
         return await self.slots.deliveries(await self.manifest.current(), grants)
 
-    async def _discover_for(self, ops: Sequence[Op]) -> None:
-        """Make sure the commit that leases `ops` can adopt what it needs from the slot log."""
+    async def _discover_for(self, max_messages: int) -> None:
+        """Make sure the commit that leases `max_messages` can adopt them from the slot log.
+
+        Only this receive's own messages are looked for: leases ahead and the adoption margin
+        take what is already known, so a receive right after a send through this node (whose
+        segment is known here) costs no GET at all.
+        """
         st = await self.manifest.current()
-        short = wanted_messages(ops) - counts(st, self.clock.now_ms()).visible
-        if short > 0 and self.slots.probe_due():
-            await self.slots.discover(short)
+        short = max_messages - counts(st, self.clock.now_ms()).visible
+        if short > 0:
+            await self.slots.discover(short, paced=True)
 
     def _lease_ahead_target(self, max_messages: int) -> int:
         """Enough for every receive this node served within about one commit window.
@@ -150,7 +150,7 @@ class Receiver:
         now = self.clock.monotonic_s()
         window = self._linger_ms / 1000 + 0.1
         recent = sum(1 for t in self._receive_calls if now - t <= window)
-        return min(LEASE_AHEAD_MESSAGES_MAX, max_messages * max(1, recent))
+        return min(limits.lease_ahead_messages_max, max_messages * max(1, recent))
 
     def _take_buffered(self, max_messages: int, vis_ms: int) -> list[Grant]:
         taken: list[Grant] = []

@@ -5,15 +5,15 @@ A task moves messages out of a dead-letter queue: each to the queue it was dead-
 queue that dead-letters there, if just one does), or all to one destination. It runs on the
 node that started it; its record, in the dead-letter queue's manifest
 (`okuri.core.move_records`), is what every node reports. One step: lease up to
-`MOVE_BATCH_MESSAGES_MAX` messages (hidden for `MOVE_VISIBILITY_S`), append them to their
-destinations and wait until that is durable, and only then finish them in the dead-letter
+`limits.move_batch_messages_max` messages (hidden for `limits.move_visibility_s`), append them
+to their destinations and wait until that is durable, and only then finish them in the dead-letter
 queue. A node that dies between the two leaves the leased messages to reappear and be moved
 again: a duplicate, never a loss. A message keeps its MessageId when moved (as the engine's
 dead-letter move keeps it), so a duplicate is recognisable.
 
 The rate (MaxNumberOfMessagesPerSecond) is a token bucket on the engine's clock. Cancel and
 shutdown are seen between steps. A node that cannot report progress for half of
-`MOVE_STALE_MS` stops its task, since other nodes will soon report it FAILED.
+`limits.move_stale_ms` stops its task, since other nodes will soon report it FAILED.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core import move_records as rec
@@ -39,13 +40,6 @@ from okuri.errors import NotFound, QueueDoesNotExist, ReceiptHandleInvalid, Unav
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
-
-MOVE_BATCH_MESSAGES_MAX = 100  # leased per step: ten receives, one segment, one ack commit
-MOVE_VISIBILITY_S = 60  # messages being moved stay hidden this long if the node dies
-MOVE_STOP_S = 5.0  # on shutdown a step gets this long to finish before it is abandoned
-SOURCES_SCAN_PAGE = 1_000  # queues listed (one LIST) and manifests read per scan round
-SOURCES_SCAN_QUEUES_MAX = 10_000  # manifests one ListDeadLetterSourceQueues call reads at most
-SOURCES_SCAN_CONCURRENCY = 16
 
 
 class _Stop(Exception):
@@ -239,7 +233,7 @@ class MoveTasks:
 
     async def _move(self, job: _Job) -> tuple[str, str | None]:
         task = job.task
-        pacer = rec.Pacer(task.rate, MOVE_BATCH_MESSAGES_MAX, self.clock.monotonic_s())
+        pacer = rec.Pacer(task.rate, limits.move_batch_messages_max, self.clock.monotonic_s())
         reported_s = last_ok_s = self.clock.monotonic_s()
         while True:
             if job.stopping:
@@ -261,12 +255,12 @@ class MoveTasks:
             if moved == 0:
                 return rec.COMPLETED, None
             now_s = self.clock.monotonic_s()
-            if (now_s - reported_s) * 1000 >= rec.MOVE_HEARTBEAT_MS:
+            if (now_s - reported_s) * 1000 >= limits.move_heartbeat_ms:
                 reported_s = now_s
                 try:
                     stored = await self._report(job)
                 except Unavailable as err:
-                    if (now_s - last_ok_s) * 1000 >= rec.MOVE_STALE_MS / 2:
+                    if (now_s - last_ok_s) * 1000 >= limits.move_stale_ms / 2:
                         raise _Stop(rec.FAILED, rec.FAILURE_UNAVAILABLE) from err
                     log.warning("move task %s could not report progress: %s", task.id, err)
                     continue
@@ -282,7 +276,9 @@ class MoveTasks:
         engine = self.engine
         batches = await asyncio.gather(
             *(
-                engine.receive(task.source, min(10, n - i), MOVE_VISIBILITY_S, 0, lease_ahead=False)
+                engine.receive(
+                    task.source, min(10, n - i), limits.move_visibility_s, 0, lease_ahead=False
+                )
                 for i in range(0, n, 10)
             )
         )
@@ -332,7 +328,7 @@ class MoveTasks:
         runners = [j.runner for j in jobs if j.runner is not None]
         if not runners:
             return
-        _, pending = await asyncio.wait(runners, timeout=MOVE_STOP_S)
+        _, pending = await asyncio.wait(runners, timeout=limits.move_stop_s)
         for runner in pending:
             runner.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -374,29 +370,29 @@ class MoveTasks:
 
         The second value is where a further call continues (the last name found, or the last
         read when the scan bound stopped it), or None when every queue was read. One call reads
-        at most `SOURCES_SCAN_QUEUES_MAX` manifests, so a short page may still continue.
+        at most `limits.sources_scan_queues_max` manifests, so a short page may still continue.
         """
         found: list[str] = []
         scanned = 0
-        limiter = asyncio.Semaphore(SOURCES_SCAN_CONCURRENCY)
+        limiter = asyncio.Semaphore(limits.sources_scan_concurrency)
 
         async def peek(name: str) -> QueueState | None:
             async with limiter:
                 return await self._peek(name)
 
         while True:
-            names = await self.engine.list_queues("", SOURCES_SCAN_PAGE, after)
+            names = await self.engine.list_queues("", limits.sources_scan_page, after)
             states = await asyncio.gather(*(peek(n) for n in names))
             for name, st in zip(names, states, strict=True):
                 if st is not None and rec.dead_letter_target(name, st.attrs) == dlq:
                     found.append(name)
                     if len(found) >= limit:
                         return found, name
-            if len(names) < SOURCES_SCAN_PAGE:
+            if len(names) < limits.sources_scan_page:
                 return found, None
             after = names[-1]
             scanned += len(names)
-            if scanned >= SOURCES_SCAN_QUEUES_MAX:
+            if scanned >= limits.sources_scan_queues_max:
                 return found, after
 
     async def _peek(self, name: str) -> QueueState | None:

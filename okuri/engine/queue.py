@@ -248,6 +248,13 @@ class Queue:
                 break
         return deleted
 
+    def unadopted_slots(self) -> int | None:
+        """Slots known to be written past the cached manifest's cursor (None: never read)."""
+        st = self.manifest.state
+        if st is None:
+            return None
+        return self.slots.known_end() - st.next_seq
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def close(self) -> None:

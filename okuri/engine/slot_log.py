@@ -95,6 +95,10 @@ class SlotLog:
         for seq in [s for s in self.known if s < st.next_seq]:
             del self.known[seq]
 
+    def known_end(self) -> int:
+        """One past the last slot this node knows to be written."""
+        return max(self.head_hint, max(self.known, default=-1) + 1)
+
     # --- appending ---------------------------------------------------------------------------
 
     def append(self, message: Message) -> asyncio.Future[int]:
@@ -136,7 +140,10 @@ class SlotLog:
             st = await self.manifest.current()
             if verdict and st.incarnation == inc:
                 self.head_hint = max(self.head_hint, slot + 1)
-                self.cache.put((self.name, inc, slot), segment)
+                if slot - st.next_seq < limits.probe_segments_max:
+                    # Near the cursor, so soon read here; deep in a backlog it would only
+                    # push out what consumers need next.
+                    self.cache.put((self.name, inc, slot), segment)
                 self._notify()
                 return slot
             slot = max(st.next_seq, self.head_hint)
@@ -216,25 +223,40 @@ class SlotLog:
 
     # --- discovery ---------------------------------------------------------------------------
 
-    def _known_run(self, st: QueueState) -> tuple[int, int]:
-        """(first slot not known past the cursor, messages known in the run up to it)."""
-        head, have = st.next_seq, 0
-        while head in self.known:
-            have += len(self.known[head].messages)
+    def _known_run(self, st: QueueState) -> tuple[int, int, int]:
+        """(first slot not known past the cursor, messages known in the run up to it, slots
+        that joined the run just now from the segment cache, without a request)."""
+        head, have, joined = st.next_seq, 0, 0
+        while head < st.next_seq + limits.probe_segments_max:
+            seg = self.known.get(head)
+            if seg is None:
+                seg = self.cache.get((self.name, st.incarnation, head))
+                if seg is None:
+                    break
+                self.known[head] = seg
+                joined += 1
+            have += len(seg.messages)
             head += 1
-        return head, have
+        return head, have, joined
 
-    async def discover(self, want_messages: int) -> int:
-        """Read slots past the cursor until `want_messages` are known in an unbroken run from
-        it, or an empty slot is reached; how many slots were found."""
+    async def discover(self, want_messages: int, paced: bool = False) -> int:
+        """Know an unbroken run of slots from the cursor holding `want_messages`, reading slots
+        until then or until an empty one; how many slots became known.
+
+        `paced`: an empty read is not repeated within the minimum poll interval.
+        """
         st = await self.manifest.current()
-        self.last_probe_s = self.clock.monotonic_s()
         inc = st.incarnation
-        head, have = self._known_run(st)
-        found = 0
-        while have < max(want_messages, 1) and found < limits.probe_segments_max:
-            width = min(self._width, limits.probe_segments_max - found)
+        head, have, found = self._known_run(st)
+        waited = self.clock.monotonic_s() - self.last_probe_s
+        if paced and not self.last_probe_found and waited < limits.poll_ms_min / 1000:
+            return self._found(found)
+        self.last_probe_s = self.clock.monotonic_s()
+        reads = 0
+        while have < max(want_messages, 1) and reads < limits.probe_segments_max:
+            width = min(self._width, limits.probe_segments_max - reads)
             segs = await asyncio.gather(*(self.read_slot(inc, head + i) for i in range(width)))
+            reads += width
             got = 0
             for seg in segs:
                 if seg is None:
@@ -250,15 +272,13 @@ class SlotLog:
                 break
             self._width = min(self._width * 2, limits.probe_parallel_max)
         self.last_probe_found = found > 0
+        return self._found(found)
+
+    def _found(self, found: int) -> int:
         if found:
             self._stats["slots_discovered"] += found
             self._notify()
         return found
-
-    def probe_due(self) -> bool:
-        """An empty probe is not repeated within the minimum poll interval."""
-        waited = self.clock.monotonic_s() - self.last_probe_s
-        return self.last_probe_found or waited >= limits.poll_ms_min / 1000
 
     def adopt_ops(self, st: QueueState, ops: Sequence[Op]) -> list[Op]:
         """Adopt known slots from the cursor up, only while the manifest has fewer visible

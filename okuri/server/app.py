@@ -24,14 +24,14 @@ from typing import Any
 from aiohttp import web
 from botocore.exceptions import BotoCoreError
 
-from okuri import __version__
+from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
 from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.server.health import Health, health_app
 from okuri.server.settings import Address, Settings
 from okuri.sqs.actions import SqsActions
-from okuri.sqs.http import REQUEST_BYTES_MAX, SqsHttp
+from okuri.sqs.http import SqsHttp
 from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.local import LocalStore
@@ -39,12 +39,6 @@ from okuri.store.port import ObjectStore
 from okuri.store.s3 import S3Store
 
 log = logging.getLogger("okuri.server")
-
-STARTUP_CHECK_S = 30.0  # a bucket still coming up (compose, MinIO) gets this long to answer
-STARTUP_RETRY_S_MAX = 2.0
-SHUTDOWN_GRACE_S = 10.0  # in-flight requests get this long to finish after a stop signal
-FLUSH_TIMEOUT_S = 30.0  # bound on engine.close(); past it, pending sends are reported lost
-HEALTH_SHUTDOWN_S = 1.0
 
 
 class StartupError(OkuriError):
@@ -81,7 +75,9 @@ async def open_store(settings: Settings) -> ObjectStore:
         raise StartupError(f"cannot set up the S3 client: {_one_line(err)}") from err
 
 
-async def verify_store(store: ObjectStore, clock: Clock, budget_s: float = STARTUP_CHECK_S) -> None:
+async def verify_store(
+    store: ObjectStore, clock: Clock, budget_s: float = limits.startup_check_s
+) -> None:
     """Run the conditional-write probe, retrying failures that say nothing about the store.
 
     The local store is probed too: it cannot ignore conditions, but the probe's real writes are
@@ -105,7 +101,7 @@ async def verify_store(store: ObjectStore, clock: Clock, budget_s: float = START
                 ) from err
             log.warning("object store not answering yet (%s); retrying", _one_line(err))
         await clock.sleep(delay_s)
-        delay_s = min(delay_s * 2, STARTUP_RETRY_S_MAX)
+        delay_s = min(delay_s * 2, limits.startup_retry_s_max)
 
 
 def _urls(runner: web.AppRunner) -> list[str]:
@@ -138,13 +134,15 @@ class Server:
         self.engine: Engine | None = None
         access_log = log if settings.log_level == "debug" else None
         self._health_runner = web.AppRunner(
-            health_app(self.health), access_log=access_log, shutdown_timeout=HEALTH_SHUTDOWN_S
+            health_app(self.health),
+            access_log=access_log,
+            shutdown_timeout=limits.health_shutdown_s,
         )
         self.sqs: SqsHttp | None = None
-        main = web.Application(client_max_size=REQUEST_BYTES_MAX)
+        main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
-            main, access_log=access_log, shutdown_timeout=SHUTDOWN_GRACE_S
+            main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
         )
 
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
@@ -208,6 +206,14 @@ class Server:
                 ("delayed", c.delayed),
             ):
                 lines.append(f'okuri_queue_messages{{queue="{name}",state="{state}"}} {n}')
+        lines += [
+            "# HELP okuri_queue_unadopted_slots Slots this node knows to be written past the "
+            "queue's manifest cursor, not yet adopted by any consumer.",
+            "# TYPE okuri_queue_unadopted_slots gauge",
+        ]
+        waiting = self.engine.cached_unadopted_slots() if self.engine is not None else {}
+        for name, n in sorted(waiting.items()):
+            lines.append(f'okuri_queue_unadopted_slots{{queue="{name}"}} {n}')
         return lines
 
     async def stop(self) -> bool:
@@ -218,7 +224,7 @@ class Server:
         engine, self.engine = self.engine, None
         if engine is not None:
             try:
-                await asyncio.wait_for(engine.close(), FLUSH_TIMEOUT_S)
+                await asyncio.wait_for(engine.close(), limits.flush_timeout_s)
             except (OkuriError, TimeoutError) as err:
                 log.error("pending sends could not be flushed: %s", _one_line(err))
                 flushed = False

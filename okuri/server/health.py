@@ -15,15 +15,12 @@ from typing import Literal
 
 from aiohttp import web
 
-from okuri import __version__
+from okuri import __version__, limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.errors import StoreError
 from okuri.store.counting import RequestCounts
 from okuri.store.port import ObjectStore
-
-READY_TIMEOUT_S = 2.0  # a slow bucket reads as "not ready" rather than as a hung probe
-READY_CACHE_S = 1.0
 
 Phase = Literal["starting", "serving", "stopping"]
 
@@ -59,13 +56,16 @@ class Health:
         if self.phase == "stopping":
             return False, "shutting down"
         now_s = self.clock.monotonic_s()
-        if self._last is not None and now_s - self._last[0] < READY_CACHE_S:
+        if self._last is not None and now_s - self._last[0] < limits.ready_cache_s:
             return self._last[1], self._last[2]
         try:
-            await asyncio.wait_for(self.store.list(keys.MANIFESTS, "", 1), READY_TIMEOUT_S)
+            await asyncio.wait_for(self.store.list(keys.MANIFESTS, "", 1), limits.ready_timeout_s)
             ready, reason = True, "ready"
         except TimeoutError:
-            ready, reason = False, f"object store did not answer within {READY_TIMEOUT_S:g} s"
+            ready, reason = (
+                False,
+                f"object store did not answer within {limits.ready_timeout_s:g} s",
+            )
         except StoreError as err:
             ready, reason = False, "object store: " + " ".join(str(err).split())
         self._last = (now_s, ready, reason)

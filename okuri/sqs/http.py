@@ -32,7 +32,6 @@ AWS_JSON = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AmazonSQS."
 # Ten 1 MiB entries would exceed SQS's batch limit anyway; base64 attributes and JSON escaping
 # can double a body, so allow that much before refusing to read further.
-REQUEST_BYTES_MAX = 4 * 1024 * 1024
 
 
 def _respond(

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
+from okuri import limits
 from okuri.errors import (
     Ambiguous,
     NotFound,
@@ -47,12 +48,8 @@ T = TypeVar("T")
 LOCK_DIR = ".locks"
 TMP_PREFIX = ".tmp"
 DIR_SUFFIX = "%"
-KEY_BYTES_MAX = 1024  # S3's limit, so a key valid here is valid on every adapter
-NAME_BYTES_MAX = 240  # below NAME_MAX (255) with room for the directory suffix
 
 # Each retry below needs a concurrent delete of the same key or directory; bounded all the same.
-LOCK_ATTEMPTS_MAX = 100
-MKDIR_ATTEMPTS_MAX = 16
 
 _NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
 _ABSENT = object()
@@ -72,14 +69,16 @@ def decode_segment(name: str) -> str:
 
 
 def _segments(key: str) -> list[str]:
-    if len(key.encode("utf-8")) > KEY_BYTES_MAX:
-        raise ValueError(f"key longer than {KEY_BYTES_MAX} bytes: {key[:60]!r}...")
+    if len(key.encode("utf-8")) > limits.key_bytes_max:
+        raise ValueError(f"key longer than {limits.key_bytes_max} bytes: {key[:60]!r}...")
     parts = key.split("/")
     for part in parts:
         if not part or "\0" in part:
             raise ValueError(f"key has an empty segment or a NUL: {key!r}")
-        if len(encode_segment(part).encode("utf-8")) > NAME_BYTES_MAX:
-            raise ValueError(f"key segment longer than {NAME_BYTES_MAX} bytes: {part[:60]!r}...")
+        if len(encode_segment(part).encode("utf-8")) > limits.name_bytes_max:
+            raise ValueError(
+                f"key segment longer than {limits.name_bytes_max} bytes: {part[:60]!r}..."
+            )
     return parts
 
 
@@ -135,7 +134,7 @@ class LocalStore:
         A lock file unlinked by a deleter while we waited on it is stale: re-open and lock again.
         """
         path = os.path.join(self._lock_dir, hashlib.sha256(key.encode("utf-8")).hexdigest())
-        for _ in range(LOCK_ATTEMPTS_MAX):
+        for _ in range(limits.lock_attempts_max):
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except FileNotFoundError:
@@ -179,7 +178,7 @@ class LocalStore:
     def _replace(self, path: str, data: bytes) -> None:
         """Make `path` hold exactly `data`; raises Ambiguous if an error follows the rename."""
         directory = os.path.dirname(path)
-        for _ in range(MKDIR_ATTEMPTS_MAX):
+        for _ in range(limits.mkdir_attempts_max):
             try:
                 fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=directory)
                 break

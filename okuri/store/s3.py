@@ -33,6 +33,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from okuri import limits
 from okuri.errors import (
     Ambiguous,
     Conflict,
@@ -47,7 +48,6 @@ from okuri.store.port import Blob
 Op = Literal["get", "create", "cas", "list", "delete"]
 WRITES: frozenset[Op] = frozenset({"create", "cas"})
 
-LIST_KEYS_MAX = 1000  # one ListObjectsV2 page
 
 THROTTLE_CODES = frozenset(
     {
@@ -284,7 +284,7 @@ class S3Store:
         params: dict[str, Any] = {
             "Bucket": self.bucket,
             "Prefix": self.prefix + prefix,
-            "MaxKeys": min(limit, LIST_KEYS_MAX),
+            "MaxKeys": min(limit, limits.list_keys_max),
         }
         if start_after:
             params["StartAfter"] = self.prefix + start_after

@@ -13,10 +13,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from okuri import limits
 from okuri.clock import SystemClock
 from okuri.errors import Transient, Unavailable
 from okuri.server import app as app_module
-from okuri.server import health as health_module
 from okuri.server.app import Server, StartupError, serve, verify_store
 from okuri.server.health import Health, render_metrics
 from okuri.server.settings import Settings
@@ -109,7 +109,7 @@ async def test_readiness_reports_a_failing_store_and_reuses_answers_for_a_second
 async def test_readiness_gives_up_on_a_store_that_does_not_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(health_module, "READY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(limits, "ready_timeout_s", 0.05)
     health = Health(RequestCounts(), SystemClock())
     health.serving(HangingStore(), {})
     assert await health.readiness() == (False, "object store did not answer within 0.05 s")

@@ -179,8 +179,7 @@ def test_visibility_timeout_change_and_redelivery(sqs: Any, queue: str) -> None:
         QueueUrl=queue, AttributeNames=["ApproximateReceiveCount"], WaitTimeSeconds=5
     )["Messages"][0]
     assert second["Attributes"]["ApproximateReceiveCount"] == "2"
-    # the first receipt is stale now: deleting with it does not remove the message
-    sqs.delete_message(QueueUrl=queue, ReceiptHandle=first["ReceiptHandle"])
+    # the first receipt is outdated now: it cannot change the visibility...
     res = sqs.change_message_visibility_batch(
         QueueUrl=queue,
         Entries=[
@@ -192,6 +191,10 @@ def test_visibility_timeout_change_and_redelivery(sqs: Any, queue: str) -> None:
     assert [f["Id"] for f in res["Failed"]] == ["old"]
     third = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"][0]
     assert third["MessageId"] == first["MessageId"]
+    # ...but it still deletes the message, as SQS does in practice: it was processed
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=first["ReceiptHandle"])
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=third["ReceiptHandle"])  # already gone: ok
+    assert "Messages" not in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)
 
 
 def test_delay_and_queue_attributes(sqs: Any, queue: str) -> None:
@@ -327,3 +330,11 @@ def test_metrics_count_sqs_requests_batches_and_depths(
     assert 'okuri_engine_events_total{event="segment_messages"}' in text
     name = queue.rsplit("/", 1)[1]
     assert f'okuri_queue_messages{{queue="{name}",state="visible"}}' in text
+    # the batch's segment was written here and no receive has adopted it yet
+    assert f'okuri_queue_unadopted_slots{{queue="{name}"}} 1' in text
+    got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=5)
+    assert got["Messages"]
+    text = server.get("/metrics").text
+    assert f'okuri_queue_unadopted_slots{{queue="{name}"}} 0' in text
+    for event in ("manifest_commits", "manifest_cas_attempts", "slots_discovered"):
+        assert f'okuri_engine_events_total{{event="{event}"}}' in text

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from okuri import limits
 from okuri.core import move_records as rec
 from okuri.core.move_records import MoveTask, Pacer
 from okuri.core.state import QueueAttrs
@@ -24,7 +25,7 @@ def test_records_round_trip_through_the_attributes_and_keep_other_extras() -> No
     tasks[3] = replace(tasks[3], destination="back", rate=7, failure="why", status=rec.FAILED)
     stored = rec.encode_tasks(attrs, tasks)
     assert stored.extra["tag:team"] == "x"
-    assert rec.decode_tasks(stored) == tasks[: rec.MOVE_TASKS_KEPT]
+    assert rec.decode_tasks(stored) == tasks[: limits.move_tasks_kept]
     assert rec.MOVE_TASKS_KEY not in rec.encode_tasks(stored, []).extra
 
 
@@ -39,8 +40,8 @@ def test_an_unreadable_record_list_reads_as_no_tasks(raw: str) -> None:
 
 
 def test_a_silent_node_is_reported_failed_or_cancelled_after_the_stale_bound() -> None:
-    stale = T0 + rec.MOVE_STALE_MS + 1
-    assert rec.as_seen(task(), T0 + rec.MOVE_STALE_MS) == task()
+    stale = T0 + limits.move_stale_ms + 1
+    assert rec.as_seen(task(), T0 + limits.move_stale_ms) == task()
     failed = rec.as_seen(task(), stale)
     assert (failed.status, failed.failure) == (rec.FAILED, rec.FAILURE_NODE_LOST)
     assert rec.as_seen(task(status=rec.CANCELLING), stale).status == rec.CANCELLED
@@ -53,12 +54,12 @@ def test_a_new_task_waits_for_the_active_one_or_its_staleness() -> None:
         rec.add_task([task(0)], task(1), T0 + 1)
     with pytest.raises(rec.MoveTaskActive):
         rec.add_task([task(0, rec.CANCELLING)], task(1), T0 + 1)
-    later = T0 + rec.MOVE_STALE_MS + 1
+    later = T0 + limits.move_stale_ms + 1
     out = rec.add_task([task(0)], task(1, beat=later), later)
     assert [t.id for t in out] == ["t1", "t0"]
     assert out[1].status == rec.FAILED  # settled in the record
     many = rec.add_task([task(i, rec.COMPLETED) for i in range(10)], task(99), T0)
-    assert len(many) == rec.MOVE_TASKS_KEPT and many[0].id == "t99"
+    assert len(many) == limits.move_tasks_kept and many[0].id == "t99"
 
 
 def test_only_a_running_task_can_be_cancelled() -> None:
@@ -70,7 +71,7 @@ def test_only_a_running_task_can_be_cancelled() -> None:
     with pytest.raises(rec.MoveTaskNotFound, match="does not exist"):
         rec.request_cancel([task(0)], "nope", T0)
     with pytest.raises(rec.MoveTaskNotFound):
-        rec.request_cancel([task(0)], "t0", T0 + rec.MOVE_STALE_MS + 1)  # its node is gone
+        rec.request_cancel([task(0)], "t0", T0 + limits.move_stale_ms + 1)  # its node is gone
 
 
 def test_only_the_running_node_reports_and_only_while_the_task_is_its() -> None:
@@ -85,7 +86,7 @@ def test_only_the_running_node_reports_and_only_while_the_task_is_its() -> None:
     assert rec.report([task(0)], "t0", "b", 1, T0)[1] is None  # another node's task
     assert rec.report([task(0)], "t9", "a", 1, T0)[1] is None  # gone
     assert rec.report([task(0, rec.FAILED)], "t0", "a", 1, T0)[1] is None  # settled
-    assert rec.report([task(0)], "t0", "a", 1, T0 + rec.MOVE_STALE_MS + 1)[1] is None
+    assert rec.report([task(0)], "t0", "a", 1, T0 + limits.move_stale_ms + 1)[1] is None
 
 
 def test_dead_letter_target_is_the_policy_or_the_convention() -> None:

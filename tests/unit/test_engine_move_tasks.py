@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from okuri import limits
 from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core import move_records as rec
@@ -324,7 +325,7 @@ def test_cancel_through_another_node_is_seen_at_the_runners_next_report() -> Non
         assert (await b.cancel_move_task(DLQ, task.id)).status == rec.CANCELLING
         (seen,) = await b.list_move_tasks(DLQ)
         assert seen.status == rec.CANCELLING and seen.id == task.id
-        done = await settled(b, DLQ, rec.MOVE_HEARTBEAT_MS / 1000 + 5)
+        done = await settled(b, DLQ, limits.move_heartbeat_ms / 1000 + 5)
         assert done.status == rec.CANCELLED
         assert done.moved < 100
         assert len(await drain(b, SRC)) == done.moved
@@ -343,14 +344,14 @@ def test_a_task_whose_node_died_is_reported_failed_and_can_be_restarted() -> Non
         await setup(a)
         sent = await dead_letters(a, DLQ, {SRC: 30})
         first = await a.start_move_task(DLQ, rate=2)
-        await asyncio.sleep(rec.MOVE_HEARTBEAT_MS / 1000 + 2)  # one report made
+        await asyncio.sleep(limits.move_heartbeat_ms / 1000 + 2)  # one report made
         a.crash()  # dies mid-task, mid-step perhaps: some messages leased, maybe sent
 
         (seen,) = await b.list_move_tasks(DLQ)
         assert seen.status == rec.RUNNING  # nobody can tell yet
         with pytest.raises(rec.MoveTaskActive):
             await b.start_move_task(DLQ)
-        await asyncio.sleep(rec.MOVE_STALE_MS / 1000)
+        await asyncio.sleep(limits.move_stale_ms / 1000)
         (seen,) = await b.list_move_tasks(DLQ)
         assert seen.status == rec.FAILED
         assert seen.failure == rec.FAILURE_NODE_LOST
@@ -367,7 +368,7 @@ def test_a_task_whose_node_died_is_reported_failed_and_can_be_restarted() -> Non
         assert history[1].status == rec.FAILED  # settled in the record by the new start
         back = await drain(b, SRC)
         assert set(back) == sent  # at least once: nothing lost, a duplicate allowed
-        assert len(back) - len(sent) <= move_tasks.MOVE_BATCH_MESSAGES_MAX
+        assert len(back) - len(sent) <= limits.move_batch_messages_max
         assert await drain(b, DLQ) == []
         await b.close()
 
@@ -384,7 +385,7 @@ def test_shutdown_stops_running_tasks_and_says_so() -> None:
         await a.close()
         (seen,) = await b.list_move_tasks(DLQ)
         assert seen.status == rec.FAILED and seen.failure == rec.FAILURE_SHUTDOWN
-        await asyncio.sleep(move_tasks.MOVE_VISIBILITY_S)
+        await asyncio.sleep(limits.move_visibility_s)
         moved, left = await drain(b, SRC), await drain(b, DLQ)
         assert len(moved) == seen.moved
         assert set(moved) | set(left) == sent
@@ -404,9 +405,9 @@ def test_a_node_that_cannot_report_stops_its_task(monkeypatch: pytest.MonkeyPatc
             raise Unavailable("store down")
 
         monkeypatch.setattr(e.moves, "_report", unavailable)
-        await asyncio.sleep(rec.MOVE_STALE_MS / 2000 + 2)
+        await asyncio.sleep(limits.move_stale_ms / 2000 + 2)
         assert task.id not in e.moves._jobs  # stopped by itself before others judge it
-        await asyncio.sleep(rec.MOVE_STALE_MS / 2000)
+        await asyncio.sleep(limits.move_stale_ms / 2000)
         monkeypatch.undo()
         (seen,) = await e.list_move_tasks(DLQ)
         assert seen.status == rec.FAILED  # its record went stale; readers say so
@@ -471,7 +472,7 @@ def test_a_deleted_source_ends_the_task() -> None:
         task = await e.start_move_task(DLQ, rate=2)
         await asyncio.sleep(1.0)
         await e.delete_queue(DLQ)
-        await asyncio.sleep(rec.MOVE_HEARTBEAT_MS / 1000 + 2)
+        await asyncio.sleep(limits.move_heartbeat_ms / 1000 + 2)
         assert task.id not in e.moves._jobs
         with pytest.raises(QueueDoesNotExist):
             await e.list_move_tasks(DLQ)
@@ -532,7 +533,7 @@ def _fields(attrs: QueueAttrs) -> dict[str, Any]:
 
 
 def test_dead_letter_sources_page_in_name_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(move_tasks, "SOURCES_SCAN_PAGE", 4)
+    monkeypatch.setattr(limits, "sources_scan_page", 4)
 
     async def scenario(store: MemoryStore) -> None:
         e = node(store, "a")
@@ -548,7 +549,7 @@ def test_dead_letter_sources_page_in_name_order(monkeypatch: pytest.MonkeyPatch)
         assert await e.dead_letter_sources("dead", 2, "s6") == (["s8"], None)
         assert await e.dead_letter_sources("t-dlq", 5) == (["t"], None)
         assert await e.dead_letter_sources("nobody", 5) == ([], None)
-        monkeypatch.setattr(move_tasks, "SOURCES_SCAN_QUEUES_MAX", 4)
+        monkeypatch.setattr(limits, "sources_scan_queues_max", 4)
         page, after = await e.dead_letter_sources("dead", 100)
         assert (page, after) == (["s0", "s2"], "s2")  # bounded: read 4 queues ("dead", s0..s2)
         assert await e.moves.is_dead_letter_queue("dead")
@@ -651,12 +652,12 @@ def test_shutdown_abandons_a_step_stuck_on_a_slow_store() -> None:
         await asyncio.sleep(0.1)  # the step at 2 s is stuck in its first request
         start = now_s()
         await a.close()
-        assert now_s() - start < 5 * 20 + move_tasks.MOVE_STOP_S  # bounded, not stuck
+        assert now_s() - start < 5 * 20 + limits.move_stop_s  # bounded, not stuck
         faults.enabled = False
         b = node(store, "b", 2)
         (seen,) = await b.list_move_tasks(DLQ)
         assert seen.status == rec.FAILED and seen.failure == rec.FAILURE_SHUTDOWN
-        await asyncio.sleep(move_tasks.MOVE_VISIBILITY_S)
+        await asyncio.sleep(limits.move_visibility_s)
         assert set(await drain(b, DLQ)) | set(await drain(b, SRC)) == sent
         await b.close()
 
@@ -668,12 +669,12 @@ def test_a_task_taken_over_by_a_node_that_judged_it_stale_stops_on_its_old_node(
 
     async def scenario(store: MemoryStore) -> None:
         a = node(store, "a")
-        b = Engine(store, LoopClock(EPOCH_MS, random.Random(2), skew_ms=rec.MOVE_STALE_MS + 1))
+        b = Engine(store, LoopClock(EPOCH_MS, random.Random(2), skew_ms=limits.move_stale_ms + 1))
         await setup(a)
         sent = await dead_letters(a, DLQ, {SRC: 40})
         first = await a.start_move_task(DLQ, rate=2)
         second = await b.start_move_task(DLQ, rate=2)
-        await asyncio.sleep(rec.MOVE_HEARTBEAT_MS / 1000 + 1)
+        await asyncio.sleep(limits.move_heartbeat_ms / 1000 + 1)
         assert first.id not in a.moves._jobs  # its report found the task no longer its own
         assert second.id in b.moves._jobs
         history = await b.list_move_tasks(DLQ, 10)
@@ -682,7 +683,7 @@ def test_a_task_taken_over_by_a_node_that_judged_it_stale_stops_on_its_old_node(
             (first.id, rec.FAILED),
         ]
         await b.cancel_move_task(DLQ, second.id)
-        await asyncio.sleep(move_tasks.MOVE_VISIBILITY_S)
+        await asyncio.sleep(limits.move_visibility_s)
         assert set(await drain(a, SRC)) | set(await drain(a, DLQ)) == sent
         await a.close()
         await b.close()
