@@ -34,7 +34,10 @@ manifest_segments_max = 20_000
 manifest_recent_slots = 64
 manifest_recent_commits = 32
 commit_ops_max = 2_000
-commit_attempts_max = 12
+# A commit that loses its compare-and-swap to another node re-reads and tries again: with many
+# busy nodes on one queue a run of losses is common, and costs a read each, not a failed request.
+commit_attempts_max = 40
+conflict_backoff_ms_max = 100
 put_attempts_max = 12
 backoff_ms_base = 10
 backoff_ms_max = 2_000

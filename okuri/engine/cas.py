@@ -183,10 +183,12 @@ class CasObject(Generic[S]):
                     self.key, self.codec.encode(made.state), self.etag
                 )
             except PreconditionFailed:
+                # Another writer won: re-read at once, then back off a little more each time
+                # it happens again, so that N writers take turns instead of colliding.
                 self._stats[f"{self._prefix}_conflicts"] += 1
                 self.invalidate()
                 if attempt:
-                    await backoff(self.clock, attempt)
+                    await backoff(self.clock, attempt - 1, limits.conflict_backoff_ms_max)
                 continue
             except NotFound:
                 self.invalidate()

@@ -12,9 +12,9 @@ from okuri.errors import Ambiguous, Conflict, Transient, Unavailable
 T = TypeVar("T")
 
 
-async def backoff(clock: Clock, attempt: int) -> None:
+async def backoff(clock: Clock, attempt: int, cap_ms: float = limits.backoff_ms_max) -> None:
     """Sleep a random share of an exponentially growing, capped window (full jitter)."""
-    cap = min(limits.backoff_ms_max, limits.backoff_ms_base * (2**attempt))
+    cap = min(cap_ms, limits.backoff_ms_base * (2 ** min(attempt, 20)))
     await clock.sleep(clock.random().uniform(0, cap) / 1000)
 
 

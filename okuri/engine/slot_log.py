@@ -115,14 +115,18 @@ class SlotLog:
     async def _write(self, segment: Segment, data: bytes) -> int:
         st = await self.manifest.current()
         slot = max(self.head_hint, st.next_seq)
+        unsure = -1  # a slot our write may have reached though its reply said otherwise
         for attempt in range(limits.put_attempts_max):
             inc = st.incarnation
             key = keys.segment(self.name, inc, slot)
             try:
                 await self.store.put_if_absent(key, data)
             except PreconditionFailed:
-                slot = await self.find_head(inc, slot + 1)
-                continue
+                # Taken; after an unclear attempt on this very slot, maybe by our own write,
+                # which must not be written a second time elsewhere.
+                if slot != unsure or not await self._slot_holds(inc, slot, segment.sid):
+                    slot = await self.find_head(inc, slot + 1)
+                    continue
             except Transient:
                 await backoff(self.clock, attempt)
                 continue
@@ -131,6 +135,7 @@ class SlotLog:
                 # nothing. Skipping an empty slot would leave a gap that hides every later one.
                 mine = await self._slot_holds(inc, slot, segment.sid)
                 if mine is None:
+                    unsure = slot
                     await backoff(self.clock, attempt)
                     continue
                 if not mine:

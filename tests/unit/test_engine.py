@@ -22,8 +22,10 @@ from okuri.core.state import QueueAttrs
 from okuri.core.transitions import Counts
 from okuri.engine import Delivery, Engine, SendRequest, SendResult
 from okuri.errors import (
+    Conflict,
     InvalidArgument,
     MessageTooLong,
+    NotFound,
     QueueAlreadyExists,
     QueueDoesNotExist,
     ReceiptHandleInvalid,
@@ -1035,3 +1037,43 @@ async def test_a_busy_window_costs_one_segment_put_and_one_cas() -> None:
         assert after["put"] - before["put"] == 0
     finally:
         await node.close()
+
+
+class LaggingCreateStore(GatedListStore):
+    """The first segment write lands but answers 409, and a read right after it does not see
+    it yet: an unclear create, then a retry that finds the slot taken (by that same write)."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        super().__init__(inner)
+        self.unclear: str | None = None
+        self.hidden_reads = 0
+
+    async def put_if_absent(self, key: str, data: bytes) -> str:
+        if self.unclear is None and key.startswith(keys.SEGMENTS):
+            self.unclear = key
+            await self.inner.put_if_absent(key, data)
+            self.hidden_reads = 1
+            raise Conflict("409 ConditionalRequestConflict")
+        return await self.inner.put_if_absent(key, data)
+
+    async def get(self, key: str) -> Blob:
+        if key == self.unclear and self.hidden_reads:
+            self.hidden_reads -= 1
+            raise NotFound(key)
+        return await self.inner.get(key)
+
+
+async def test_an_unclear_create_that_landed_is_not_written_twice(
+    make_node: MakeNode, store: MemoryStore
+) -> None:
+    lagging = LaggingCreateStore(store)
+    node = make_node(on=lagging)
+    await node.create_queue(Q)
+    (sent,) = await send_bodies(node, Q, b"once")
+    assert lagging.unclear is not None and lagging.hidden_reads == 0
+    assert len(segment_keys(store, Q)) == 1, "the segment was written a second time"
+    other = make_node()
+    got = await receive_until(other, Q, 1)
+    assert [d.message.id for d in got] == [sent.message_id]
+    assert await other.ack(Q, [got[0].receipt_handle]) == ["acked"]
+    assert await receive_until(other, Q, 1, deadline_s=0.3) == []
