@@ -36,8 +36,11 @@ manifest_recent_commits = 32
 commit_ops_max = 2_000
 # A commit that loses its compare-and-swap to another node re-reads and tries again: with many
 # busy nodes on one queue a run of losses is common, and costs a read each, not a failed request.
-commit_attempts_max = 40
+commit_attempts_max = 100
 conflict_backoff_ms_max = 100
+# A node that finds other nodes' tokens among a manifest's latest commits reads it before each
+# commit instead of trusting its cached copy (see `okuri.engine.manifest`).
+shared_commit_tokens = 8
 put_attempts_max = 12
 backoff_ms_base = 10
 backoff_ms_max = 2_000

@@ -93,6 +93,7 @@ class Manifest:
             "manifest",
         )
         self._counter = 0
+        self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
         self.committer: Batcher[list[Op], list[Result]] = Batcher(
             clock, linger_ms, self._flush, max_items=limits.commit_ops_max
         )
@@ -142,11 +143,24 @@ class Manifest:
         # else that changes nothing is judged on a fresh read.
         only_leases = all(isinstance(op, Lease) for op in flat)
         trust_s = limits.poll_ms_max / 1000 if only_leases else 0.0
-        out = await self.cell.update(change, token, trust_cached_s=trust_s)
+        # Shared with other nodes, the cached manifest is almost always stale by now: read it
+        # first (a GET) rather than lose a compare-and-swap on it (a PUT-class request).
+        try:
+            out = await self.cell.update(
+                change, token, read_first=self._shared, trust_cached_s=trust_s
+            )
+        finally:
+            self._note_sharing(self.cell.state)
         if out.changed:
             self._committed(out)
             self._stats["manifest_commit_ops"] += len(flat)
         return _split(out.results, batches)
+
+    def _note_sharing(self, st: QueueState | None) -> None:
+        """Do other nodes write this manifest too? Their commit tokens among its latest say so."""
+        mine = self._node_id + "."
+        recent = st.commits[-limits.shared_commit_tokens :] if st is not None else []
+        self._shared = any(not token.startswith(mine) for token in recent)
 
     async def update_attrs(
         self, change: Callable[[QueueAttrs], QueueAttrs], touch: bool
