@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs record clients
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ dst: $(STAMP)
 
 bench-sqs: $(STAMP)
 	$(BIN)/okuri bench sqs
+
+bench-cluster: $(STAMP)
+	$(BIN)/okuri bench cluster
+	$(BIN)/okuri bench cluster --store s3
 
 bench-cost: $(STAMP)
 	$(BIN)/okuri bench cost

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,17 +23,13 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from okuri.bench.servers import clean_environ, free_port
+
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0
 BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
 SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"  # the pair start_server gives okuri
 SQS_REGION = "us-east-1"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -57,11 +52,6 @@ def http(
             return Response(r.status, {k.lower(): v for k, v in r.headers.items()}, r.read())
     except urllib.error.HTTPError as err:
         return Response(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
-
-
-def clean_environ() -> dict[str, str]:
-    """The test process's environment minus any OKURI_* a developer's shell may have set."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("OKURI_")}
 
 
 @dataclass

@@ -6,7 +6,9 @@ own requests: node 1 only produces, node 2 only consumes, which splits the bill 
 "per message produced" and "per message consumed".
 
 Latency model (S3 Standard-like): every request takes a lognormal time, median 15 ms for reads
-and 30 ms for writes, sigma 0.5 (p99 about 3.2x the median).
+and 30 ms for writes, sigma 0.5 (p99 about 3.2x the median). The model, the prices and the
+arithmetic from request counts to dollars are shared with okuri/bench/scaleout.py, which prices
+a queue on many nodes the same way.
 """
 
 from __future__ import annotations
@@ -27,10 +29,41 @@ from okuri.store.memory import Faults, MemoryStore
 
 PUT_CLASS_USD_PER_MILLION = 5.00
 GET_CLASS_USD_PER_MILLION = 0.40
-READ_MS_MEDIAN = 15.0
-WRITE_MS_MEDIAN = 30.0
-LATENCY_SIGMA = 0.5
 QUEUE = "bench"
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """S3 Standard-like request times: lognormal around these medians (sigma 0.5: the p99 is
+    about 3.2 times the median)."""
+
+    read_ms_median: float
+    write_ms_median: float
+    sigma: float = 0.5
+
+    def store(self, name: str, seed: int) -> MemoryStore:
+        """A fresh in-memory bucket answering in this time; its clock and its latency draws are
+        seeded by `name` and `seed`, so a run prints the same figures every time."""
+        return MemoryStore(
+            clock=LoopClock(EPOCH_MS, random.Random(f"{name}-store-{seed}")),
+            rng=random.Random(f"{name}-latency-{seed}"),
+            faults=Faults(
+                enabled=True,
+                latency_ms_median=self.read_ms_median,
+                write_latency_ms_median=self.write_ms_median,
+                latency_sigma=self.sigma,
+            ),
+        )
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "read_ms_median": self.read_ms_median,
+            "write_ms_median": self.write_ms_median,
+            "lognormal_sigma": self.sigma,
+        }
+
+
+LATENCY = LatencyModel(read_ms_median=15.0, write_ms_median=30.0)
 
 
 @dataclass(frozen=True)
@@ -48,17 +81,17 @@ SCENARIOS = (
 )
 
 
-def _store(seed: int) -> MemoryStore:
-    clock = LoopClock(EPOCH_MS, random.Random(f"bench-store-{seed}"))
-    return MemoryStore(
-        clock=clock,
-        rng=random.Random(f"bench-latency-{seed}"),
-        faults=Faults(
-            enabled=True,
-            latency_ms_median=READ_MS_MEDIAN,
-            write_latency_ms_median=WRITE_MS_MEDIAN,
-            latency_sigma=LATENCY_SIGMA,
-        ),
+def prices() -> dict[str, float]:
+    return {"put_class": PUT_CLASS_USD_PER_MILLION, "get_class": GET_CLASS_USD_PER_MILLION}
+
+
+def pricing_note(latency: dict[str, float], latency_label: str) -> str:
+    """The closing line of a table: the prices, and the latency model from its `figures()`."""
+    return (
+        f"prices: ${PUT_CLASS_USD_PER_MILLION:.2f}/M PUT/LIST-class, "
+        f"${GET_CLASS_USD_PER_MILLION:.2f}/M GET-class, DELETE free; {latency_label}: lognormal, "
+        f"median {latency['read_ms_median']:.0f} ms reads / {latency['write_ms_median']:.0f} ms "
+        f"writes, sigma {latency['lognormal_sigma']}"
     )
 
 
@@ -75,9 +108,14 @@ def per_message(counts: dict[str, int], messages: int) -> dict[str, float]:
 
 
 def usd_per_million(produced: dict[str, float], consumed: dict[str, float]) -> float:
-    put_class = produced["write"] + produced["list"] + consumed["write"] + consumed["list"]
-    get_class = produced["get"] + consumed["get"]
-    return put_class * PUT_CLASS_USD_PER_MILLION + get_class * GET_CLASS_USD_PER_MILLION
+    return requests_usd_per_million(produced) + requests_usd_per_million(consumed)
+
+
+def requests_usd_per_million(requests: dict[str, float]) -> float:
+    """Dollars per million messages for `requests` per message (as `per_message` gives them):
+    writes and LISTs at the PUT-class rate, GETs at the GET-class rate, DELETEs free."""
+    put_class = requests["write"] + requests["list"]
+    return put_class * PUT_CLASS_USD_PER_MILLION + requests["get"] * GET_CLASS_USD_PER_MILLION
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -88,7 +126,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
-    memory = _store(seed)
+    memory = LATENCY.store("bench", seed)
     producer_store, consumer_store = CountingStore(memory), CountingStore(memory)
     loop = asyncio.get_running_loop()
     node1 = Engine(
@@ -169,7 +207,7 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
 
 async def _idle(seed: int, hours: float = 1.0) -> float:
     """Dollars per hour of one empty queue with two long-polling consumers on one node."""
-    memory = _store(seed)
+    memory = LATENCY.store("bench", seed)
     store = CountingStore(memory)
     node = Engine(store, LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}")), 100, "idle")
     await node.create_queue(QUEUE)
@@ -182,9 +220,7 @@ async def _idle(seed: int, hours: float = 1.0) -> float:
             await node.receive(QUEUE, 10, None, 20)
 
     await asyncio.gather(poller(), poller())
-    c = store.counts.snapshot()
-    put_class = c["put"] + c["cas"] + c["list"]
-    usd = (put_class * PUT_CLASS_USD_PER_MILLION + c["get"] * GET_CLASS_USD_PER_MILLION) / 1e6
+    usd = requests_usd_per_million(per_message(store.counts.snapshot(), 1)) / 1e6
     await node.close()
     return usd / hours
 
@@ -193,15 +229,8 @@ def measure(seed: int = 1) -> dict[str, Any]:
     rows = [run_virtual(_run(s, seed)) for s in SCENARIOS]
     idle = run_virtual(_idle(seed))
     return {
-        "prices_usd_per_million": {
-            "put_class": PUT_CLASS_USD_PER_MILLION,
-            "get_class": GET_CLASS_USD_PER_MILLION,
-        },
-        "latency_model": {
-            "read_ms_median": READ_MS_MEDIAN,
-            "write_ms_median": WRITE_MS_MEDIAN,
-            "lognormal_sigma": LATENCY_SIGMA,
-        },
+        "prices_usd_per_million": prices(),
+        "latency_model": LATENCY.figures(),
         "rows": rows,
         "idle_usd_per_queue_hour": round(idle, 6),
     }
@@ -236,12 +265,7 @@ def render(result: dict[str, Any]) -> str:
         f"idle: one empty queue, two long-polling consumers: "
         f"${result['idle_usd_per_queue_hour']:.5f} per queue-hour"
     )
-    lines.append(
-        f"prices: ${PUT_CLASS_USD_PER_MILLION:.2f}/M PUT/LIST-class, "
-        f"${GET_CLASS_USD_PER_MILLION:.2f}/M GET-class, DELETE free; latency model: lognormal, "
-        f"median {READ_MS_MEDIAN:.0f} ms reads / {WRITE_MS_MEDIAN:.0f} ms writes, "
-        f"sigma {LATENCY_SIGMA}"
-    )
+    lines.append(pricing_note(result["latency_model"], "latency model"))
     return "\n".join(lines)
 
 

@@ -92,12 +92,14 @@ class CasObject(Generic[S]):
         self._prefix = stats_prefix
         self.state: S | None = None
         self.etag = ""
+        self._stale = False  # the cached state must be confirmed by a read before use
         self.installed_s = -1e18  # when the cached state was last confirmed current
         self.read_s = -1e18  # when it was last read from the store
 
     async def cached(self) -> S:
-        """The state as last seen (read only if never seen): every write is a CAS anyway."""
-        if self.state is None:
+        """The state as last seen (read only if never seen, or invalidated): every write is a
+        CAS anyway."""
+        if self.state is None or self._stale:
             return await self.read()
         return self.state
 
@@ -109,6 +111,7 @@ class CasObject(Generic[S]):
             self.state = None
             raise self._missing(self._missing_message) from None
         self.read_s = self.clock.monotonic_s()
+        self._stale = False
         if self.state is not None and blob.etag == self.etag:
             self.installed_s = self.read_s
             return self.state
@@ -128,9 +131,14 @@ class CasObject(Generic[S]):
         self.installed_s = self.clock.monotonic_s()
         self._installed(old if same_life else None, state)
 
+    def forget(self) -> None:
+        """Drop the cached state altogether (the object was deleted through this node)."""
+        self.state, self.etag, self._stale = None, "", False
+
     def invalidate(self) -> None:
-        """Forget the cached state: the next access reads the store."""
-        self.state = None
+        """Doubt the cached state: the next access reads the store (keeping the decoded copy,
+        so that an unchanged etag costs no decoding)."""
+        self._stale = True
 
     async def create(self, state: S) -> S:
         """Write `state` if the key is absent; else return what is there (however it differs)."""

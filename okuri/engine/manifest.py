@@ -109,7 +109,7 @@ class Manifest:
         return await self.cell.read()
 
     def forget(self) -> None:
-        self.cell.invalidate()
+        self.cell.forget()
 
     def age_s(self) -> float:
         """How long since the cached manifest was last confirmed current."""

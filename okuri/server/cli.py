@@ -1,4 +1,4 @@
-"""The `okuri` command: `serve`, plus `dst` and `bench cost|sqs` handed to the modules owning them.
+"""The `okuri` command: `serve`, plus `dst` and `bench ...` handed to the tool modules owning them.
 
 Exit codes: 0 done, 1 failed (could not start, pending sends lost, a delegate missing), 2 usage
 or settings error. `dst` and `bench ...` import their modules only when invoked, so `okuri serve`
@@ -9,42 +9,28 @@ verbatim (argparse's REMAINDER would swallow or reject leading flags such as `--
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable
 
 from okuri import __version__
 from okuri.server.settings import Settings, SettingsError, add_arguments
 
-Delegate = Callable[[list[str]], int]
-
-
-def _dst(argv: list[str]) -> int:
-    from okuri.sim.runner import cli_main
-
-    code: int | None = cli_main(argv)
-    return code or 0
-
-
-def _bench_cost(argv: list[str]) -> int:
-    from okuri.bench.cost import cli_main
-
-    code: int | None = cli_main(argv)
-    return code or 0
-
-
-def _bench_sqs(argv: list[str]) -> int:
-    from okuri.bench.sqs import cli_main
-
-    code: int | None = cli_main(argv)
-    return code or 0
-
-
-# Commands whose arguments belong to another module: the words naming them -> (module, runner).
-DELEGATES: dict[tuple[str, ...], tuple[str, Delegate]] = {
-    ("dst",): ("okuri.sim.runner", _dst),
-    ("bench", "cost"): ("okuri.bench.cost", _bench_cost),
-    ("bench", "sqs"): ("okuri.bench.sqs", _bench_sqs),
+# Commands whose arguments belong to a tool module (its `cli_main(argv) -> int | None`): the
+# words naming them -> (module, help). Named by string and imported only when invoked, so no
+# import of `okuri.server` reaches a tool (an import-linter contract holds it to that).
+DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
+    ("dst",): ("okuri.sim.runner", "deterministic simulation: okuri dst [SEED] [--seeds N]"),
+    ("bench", "cost"): ("okuri.bench.cost", "object-store requests per message"),
+    ("bench", "sqs"): ("okuri.bench.sqs", "end-to-end SQS throughput of 1..N nodes, beside moto"),
+    ("bench", "cluster"): (
+        "okuri.bench.cluster",
+        "nodes on one store SIGKILLed under load: nothing lost",
+    ),
+    ("bench", "scaleout"): (
+        "okuri.bench.scaleout",
+        "simulated 1..16 nodes on an S3 latency model: throughput and cost",
+    ),
 }
 
 
@@ -60,15 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an okuri node. Every flag overrides its OKURI_* environment variable.",
     )
     add_arguments(serve)
-    commands.add_parser(
-        "dst",
-        add_help=False,
-        help="deterministic simulation: okuri dst [SEED] [--seeds N] [--start S]",
-    )
-    bench = commands.add_parser("bench", help="benchmarks: okuri bench cost|sqs [--json]")
+    commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
+    bench = commands.add_parser("bench", help="benchmarks: okuri bench cost|sqs|cluster|scaleout")
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
-    bench_commands.add_parser("cost", add_help=False, help="object-store requests per message")
-    bench_commands.add_parser("sqs", add_help=False, help="end-to-end SQS throughput, beside moto")
+    for words, (_, text) in DELEGATES.items():
+        if words[0] == "bench":
+            bench_commands.add_parser(words[1], add_help=False, help=text)
     return parser
 
 
@@ -84,10 +67,10 @@ def _split(argv: list[str]) -> tuple[list[str], list[str], tuple[str, ...] | Non
 
 
 def _delegate(words: tuple[str, ...], argv: list[str]) -> int:
-    module, run = DELEGATES[words]
+    module, _ = DELEGATES[words]
     command = "okuri " + " ".join(words)
     try:
-        return run(argv)
+        run = getattr(importlib.import_module(module), "cli_main", None)
     except ModuleNotFoundError as err:
         if err.name is not None and (module + ".").startswith(err.name + "."):
             why = f"needs {module}, which this build lacks"
@@ -98,6 +81,13 @@ def _delegate(words: tuple[str, ...], argv: list[str]) -> int:
     except ImportError as err:
         print(f"okuri: error: `{command}` cannot load {module}: {err}", file=sys.stderr)
         return 1
+    if not callable(run):
+        print(
+            f"okuri: error: `{command}` cannot load {module}: it has no cli_main", file=sys.stderr
+        )
+        return 1
+    code = run(argv)
+    return code if isinstance(code, int) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

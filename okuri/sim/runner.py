@@ -1,13 +1,45 @@
-"""`okuri dst`: run simulation seeds, print what failed and how to replay it."""
+"""`okuri dst`: run simulation seeds, print what failed and how to replay it.
+
+Why here and not in okuri/sim/world.py: a run picks its workload (okuri/sim/chaos.py or
+okuri/sim/steady.py), and both are built on the world, so what composes them sits above all
+three and nothing below imports back.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
+from okuri.sim.chaos import ChaosLoad
+from okuri.sim.checkers import Violation
+from okuri.sim.config import SimConfig
+from okuri.sim.history import History
 from okuri.sim.loop import run_virtual
-from okuri.sim.world import RunResult, SimConfig, simulate
+from okuri.sim.steady import SteadyLoad
+from okuri.sim.world import World
+
+
+@dataclass
+class RunResult:
+    config: SimConfig
+    violations: list[Violation]
+    history: History
+    requests: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+async def simulate(config: SimConfig) -> RunResult:
+    """One run: the cluster set up, the seed's workload through the fault and liveness phases."""
+    world = World(config)
+    await world.setup()
+    load = SteadyLoad(world) if config.steady else ChaosLoad(world)
+    violations = await load.run()
+    return RunResult(config, violations, world.history, world.store.counts.snapshot())
 
 
 def run_seed(seed: int) -> RunResult:
@@ -23,6 +55,16 @@ def describe(result: RunResult) -> str:
         f"skew<={c.skew_ms_max}ms crash_every={c.crash_every_s}s producers={c.producers} "
         f"consumers={c.consumers} visibility={c.visibility_s}s mrc={c.max_receive_count} "
         f"retention={c.retention_s}s purges={c.purges}",
+    ]
+    if c.steady:
+        outage = f", the last {c.outage_s:.0f}s with the consumer nodes down" if c.outage_s else ""
+        lines.append(
+            f"  steady load: producers on {c.producer_nodes} node(s), consumers on "
+            f"{c.nodes - c.producer_nodes}; {c.batches} batches of {c.batch_messages} every "
+            f"{c.batch_interval_s * 1000:.0f}ms per producer ({c.send_rate_per_s:.1f} msg/s); "
+            f"{c.fault_phase_s:.0f}s of faults{outage}, then {c.steady_phase_s:.0f}s healed"
+        )
+    lines += [
         f"  sent={len(h.sent)} delivered={len(h.delivered)} acks={len(h.acked)} "
         f"crashes={h.crashes} requests={result.requests}",
     ]

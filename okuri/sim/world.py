@@ -1,14 +1,18 @@
-"""A simulated cluster: nodes sharing one faulty in-memory bucket, clients, crashes, bad clocks.
+"""A simulated cluster: nodes sharing one faulty in-memory bucket, crashes, bad clocks.
 
-One root seed decides everything: the shape of the run (swarm testing: node count, linger, fault
-rates, clock skew, workload mix) and every random choice inside it. A run has a fault phase, then
-a liveness phase with faults off, every node up and consumers draining, which must converge.
+One root seed decides everything (okuri/sim/config.py): the shape of the run and every random
+choice inside it. This module is the cluster the workloads run on: nodes that start, crash and
+serve requests, the bucket with its seeded faults, and the record of what clients saw
+(okuri/sim/history.py, the checkers' only input). A run has a fault phase, driven by a workload
+(okuri/sim/chaos.py or okuri/sim/steady.py), then a liveness phase with faults off, every node
+up and consumers draining, which must converge; then the invariants must hold in the bucket.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,57 +26,14 @@ from okuri.engine import Engine, SendRequest
 from okuri.engine.types import Delivery
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation, check_history
-from okuri.sim.history import Acked, Delivered, History, Purged, Sent
+from okuri.sim.config import SimConfig
+from okuri.sim.history import Acked, Delivered, History, Sent
 from okuri.store.counting import CountingStore
 from okuri.store.memory import Faults, MemoryStore
 
 T = TypeVar("T")
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01, so timestamps look real
 QUEUE = "jobs"
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    seed: int
-    nodes: int
-    linger_ms: int
-    latency_ms: float
-    p_transient: float
-    p_conflict: float
-    p_ambiguous: float
-    skew_ms_max: int
-    crash_every_s: float  # mean seconds between crashes across the cluster; 0 = never
-    producers: int
-    consumers: int
-    messages: int
-    visibility_s: int
-    max_receive_count: int | None
-    retention_s: int
-    purges: int
-    fault_phase_s: float
-
-    @staticmethod
-    def from_seed(seed: int) -> SimConfig:
-        r = random.Random(f"config-{seed}")
-        return SimConfig(
-            seed=seed,
-            nodes=r.choice([1, 2, 2, 3, 4]),
-            linger_ms=r.choice([5, 20, 100]),
-            latency_ms=r.choice([0.0, 5.0, 20.0]),
-            p_transient=r.choice([0.0, 0.01, 0.05]),
-            p_conflict=r.choice([0.0, 0.01, 0.05]),
-            p_ambiguous=r.choice([0.0, 0.01, 0.05]),
-            skew_ms_max=r.choice([0, 200, 3000]),
-            crash_every_s=r.choice([0.0, 5.0, 15.0]),
-            producers=r.randint(1, 3),
-            consumers=r.randint(1, 3),
-            messages=r.randint(40, 160),
-            visibility_s=r.randint(1, 4),
-            max_receive_count=r.choice([None, None, 2, 4]),
-            retention_s=r.choice([4 * 86400, 4 * 86400, 4 * 86400, 60]),
-            purges=r.choice([0, 0, 0, 1, 2]),
-            fault_phase_s=30.0,
-        )
 
 
 class NodeDown(Exception):
@@ -88,19 +49,9 @@ class Node:
     inflight: dict[asyncio.Task[Any], None] = field(default_factory=dict)
 
 
-@dataclass
-class RunResult:
-    config: SimConfig
-    violations: list[Violation]
-    history: History
-    requests: dict[str, int]
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-
 class World:
+    """The cluster of one run: its nodes, its bucket, and what its clients saw."""
+
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.rng = random.Random(f"world-{config.seed}")
@@ -130,6 +81,8 @@ class World:
             for i in range(config.nodes)
         ]
         self.stopping = False
+        self.healed_s: float | None = None  # when faults stopped and every node was up
+        self.delivered_ids: set[str] = set()
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -156,12 +109,15 @@ class World:
             task.cancel()
         engine.crash()
 
-    async def call(self, fn: Callable[[Engine], Awaitable[T]]) -> T:
-        """Send one request to a random live node, as a load balancer would."""
-        live = [n for n in self.nodes if n.engine is not None]
-        if not live:
-            raise NodeDown("no node is up")
-        node = self.rng.choice(live)
+    async def call(self, fn: Callable[[Engine], Awaitable[T]], node: Node | None = None) -> T:
+        """Send one request to `node`, or to a random live node as a load balancer would."""
+        if node is None:
+            live = [n for n in self.nodes if n.engine is not None]
+            if not live:
+                raise NodeDown("no node is up")
+            node = self.rng.choice(live)
+        elif node.engine is None:
+            raise NodeDown(f"n{node.index} is down")
         assert node.engine is not None
         task = asyncio.ensure_future(fn(node.engine))
         node.inflight[task] = None
@@ -174,7 +130,9 @@ class World:
         finally:
             node.inflight.pop(task, None)
 
-    async def chaos(self) -> None:
+    async def crasher(self) -> None:
+        """Crash a random node every `crash_every_s` on average, and start it again soon after,
+        until the fault phase stops."""
         if self.config.crash_every_s <= 0:
             return
         while not self.stopping:
@@ -187,111 +145,8 @@ class World:
             if node.engine is None:
                 self.start(node)
 
-    # --- clients -----------------------------------------------------------------------------
-
-    async def producer(self, index: int, count: int) -> None:
-        sent = 0
-        batch_no = 0
-        while sent < count and not self.stopping:
-            await asyncio.sleep(self.rng.expovariate(1 / 0.3))
-            size = min(count - sent, self.rng.choice([1, 1, 1, 3, 10]))
-            reqs = []
-            for k in range(size):
-                body = f"p{index}-b{batch_no}-m{k}".encode()
-                self.history.attempted_bodies.add(body)
-                delay = self.rng.choice([None, None, None, 0, 1, 3])
-                reqs.append(SendRequest(body, delay_s=delay))
-            batch_no += 1
-            sent += size
-            start = self.now()
-            try:
-                results = await self.call(lambda e, r=reqs: e.send(QUEUE, r))  # type: ignore[misc]
-            except (NodeDown, OkuriError):
-                continue
-            end = self.now()
-            for req, res in zip(reqs, results, strict=True):
-                if not isinstance(res, Exception):
-                    self.history.sent.append(Sent(QUEUE, res.message_id, req.body, start, end))
-                    self.history.note(end, f"sent {res.message_id}")
-
-    def _record(self, queue: str, got: list[Delivery], start: float) -> None:
-        end = self.now()
-        for d in got:
-            self.history.delivered.append(
-                Delivered(
-                    queue,
-                    d.message.id,
-                    d.message.body,
-                    d.receive_count,
-                    start,
-                    end,
-                    d.message.dead_letter_source,
-                )
-            )
-            self.history.note(end, f"delivered {queue}/{d.message.id}#{d.receive_count}")
-
-    async def _ack(self, queue: str, batch: list[Delivery]) -> None:
-        if not batch:
-            return
-        start = self.now()
-        try:
-            results = await self.call(lambda e: e.ack(queue, [d.receipt_handle for d in batch]))
-        except (NodeDown, OkuriError):
-            return
-        end = self.now()
-        for d, res in zip(batch, results, strict=True):
-            self.history.acked.append(
-                Acked(queue, d.message.id, d.receive_count, str(res), start, end)
-            )
-            self.history.note(end, f"ack {queue}/{d.message.id}#{d.receive_count}={res}")
-
-    async def consumer(self, index: int, queue: str = QUEUE) -> None:
-        old: list[Delivery] = []
-        while not self.stopping:
-            start = self.now()
-            vis = self.rng.choice([None, None, 1, self.config.visibility_s])
-            try:
-                got = await self.call(
-                    lambda e, v=vis: e.receive(  # type: ignore[misc]
-                        queue, self.rng.randint(1, 10), v, self.rng.choice([0, 1, 3])
-                    )
-                )
-            except (NodeDown, OkuriError):
-                await asyncio.sleep(0.2)
-                continue
-            self._record(queue, got, start)
-            if not got:
-                continue
-            fate = self.rng.random()
-            if fate < 0.1:
-                old.extend(got)  # abandon: let the lease expire
-                continue
-            if fate < 0.2:
-                await asyncio.sleep(self.rng.uniform(0, 2 * self.config.visibility_s))
-            elif fate < 0.3:
-                entries = [(d.receipt_handle, self.rng.randint(0, 3)) for d in got]
-                with contextlib.suppress(NodeDown, OkuriError):
-                    await self.call(lambda e, es=entries: e.change_visibility(queue, es))  # type: ignore[misc]
-            if old and self.rng.random() < 0.3:
-                got = [*got, *old[:3]]  # try some receipts that may be stale by now
-                del old[:3]
-            await self._ack(queue, got)
-
-    async def purger(self) -> None:
-        for _ in range(self.config.purges):
-            await asyncio.sleep(self.rng.uniform(2, self.config.fault_phase_s))
-            start = self.now()
-            try:
-                await self.call(lambda e: e.purge(QUEUE))
-            except (NodeDown, OkuriError):
-                self.history.purged.append(Purged(QUEUE, start, self.now(), confirmed=False))
-                continue
-            self.history.purged.append(Purged(QUEUE, start, self.now(), confirmed=True))
-            self.history.note(self.now(), "purged")
-
-    # --- the run -----------------------------------------------------------------------------
-
-    async def run(self) -> list[Violation]:
+    async def setup(self) -> None:
+        """Start every node and create the queue, retrying while faults refuse it."""
         cfg = self.config
         for node in self.nodes:
             self.start(node)
@@ -306,30 +161,85 @@ class World:
                 break
             except (NodeDown, OkuriError):
                 await asyncio.sleep(0.1)
-        per_producer = max(1, cfg.messages // cfg.producers)
-        clients = [
-            asyncio.ensure_future(self.producer(i, per_producer)) for i in range(cfg.producers)
-        ]
-        consumers = [asyncio.ensure_future(self.consumer(i)) for i in range(cfg.consumers)]
-        extra = [asyncio.ensure_future(self.chaos()), asyncio.ensure_future(self.purger())]
-        await asyncio.sleep(cfg.fault_phase_s)
-        self.stopping = True
-        # Chaos may be in the middle of a long random sleep; waiting it out would leave the queue
-        # without consumers long enough for retention to expire messages, which no_loss (judged
-        # against the last delivery) would then report as lost. The liveness phase restarts any
-        # node it left down.
-        extra[0].cancel()
-        await asyncio.gather(*clients, *consumers, *extra, return_exceptions=True)
-        return await self.liveness()
+
+    # --- what clients saw ---------------------------------------------------------------------
+
+    async def send(self, reqs: list[SendRequest], node: Node | None = None) -> None:
+        """One SendMessageBatch to `node` (or any live node), its acknowledged sends recorded."""
+        start = self.now()
+        try:
+            results = await self.call(lambda e: e.send(QUEUE, reqs), node)
+        except (NodeDown, OkuriError):
+            return
+        end = self.now()
+        for req, res in zip(reqs, results, strict=True):
+            if not isinstance(res, Exception):
+                self.history.sent.append(Sent(QUEUE, res.message_id, req.body, start, end))
+                self.history.note(end, f"sent {res.message_id}")
+
+    def record(self, queue: str, got: list[Delivery], start: float) -> None:
+        """Record the deliveries of a receive sent at `start` that has just answered."""
+        end = self.now()
+        for d in got:
+            self.delivered_ids.add(d.message.id)
+            self.history.delivered.append(
+                Delivered(
+                    queue,
+                    d.message.id,
+                    d.message.body,
+                    d.receive_count,
+                    start,
+                    end,
+                    d.message.dead_letter_source,
+                )
+            )
+            self.history.note(end, f"delivered {queue}/{d.message.id}#{d.receive_count}")
+
+    async def ack(self, queue: str, batch: list[Delivery], node: Node | None = None) -> None:
+        """Delete `batch` through `node` (or any live node), each answer recorded."""
+        if not batch:
+            return
+        start = self.now()
+        try:
+            results = await self.call(
+                lambda e: e.ack(queue, [d.receipt_handle for d in batch]), node
+            )
+        except (NodeDown, OkuriError):
+            return
+        end = self.now()
+        for d, res in zip(batch, results, strict=True):
+            self.history.acked.append(
+                Acked(queue, d.message.id, d.receive_count, str(res), start, end)
+            )
+            self.history.note(end, f"ack {queue}/{d.message.id}#{d.receive_count}={res}")
+
+    # --- the liveness phase -----------------------------------------------------------------
+
+    def heal(self) -> None:
+        """End the fault phase: faults off, every node up.
+
+        The steady shape keeps the store's latency, which is no fault: progress has to be shown
+        against a bucket that answers in tens of milliseconds, as S3 does. (The chaos shape
+        drains against an instant bucket, as it always has.)
+        """
+        if self.healed_s is not None:
+            return
+        if self.config.steady:
+            self.memory.faults = dataclasses.replace(
+                self.memory.faults, p_transient=0.0, p_conflict=0.0, p_ambiguous=0.0
+            )
+        else:
+            self.memory.faults.enabled = False
+        for node in self.nodes:
+            if node.engine is None:
+                self.start(node)
+        self.healed_s = self.now()
+        self.history.note(self.now(), "liveness")
 
     async def liveness(self) -> list[Violation]:
         """Faults off, every node up: the queue must drain, and then the invariants must hold."""
         cfg = self.config
-        self.memory.faults.enabled = False
-        for node in self.nodes:
-            if node.engine is None:
-                self.start(node)
-        self.history.note(self.now(), "liveness")
+        self.heal()
         drained = False
         deadline = self.now() + 600
         quiet = 0
@@ -341,8 +251,8 @@ class World:
                     got = await self.call(lambda e, q=queue: e.receive(q, 10, 30, 1))  # type: ignore[misc]
                 except OkuriError:
                     got = []
-                self._record(queue, got, start)
-                await self._ack(queue, got)
+                self.record(queue, got, start)
+                await self.ack(queue, got)
                 moved += len(got)
             quiet = quiet + 1 if moved == 0 else 0
             if quiet >= 3 and await self._empty():
@@ -398,9 +308,3 @@ class World:
             else:
                 out.append(Violation("no_orphans", f"{key} left in the bucket after the drain"))
         return out[:5]
-
-
-async def simulate(config: SimConfig) -> RunResult:
-    world = World(config)
-    violations = await world.run()
-    return RunResult(config, violations, world.history, world.store.counts.snapshot())

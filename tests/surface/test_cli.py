@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
 
@@ -53,6 +54,8 @@ def test_bench_cost_hands_its_arguments_over_verbatim(monkeypatch: pytest.Monkey
     [
         (["dst", "1"], "okuri dst", "okuri.sim.runner"),
         (["bench", "cost"], "okuri bench cost", "okuri.bench.cost"),
+        (["bench", "cluster"], "okuri bench cluster", "okuri.bench.cluster"),
+        (["bench", "scaleout"], "okuri bench scaleout", "okuri.bench.scaleout"),
     ],
 )
 def test_a_missing_delegate_is_a_clear_error(
@@ -67,6 +70,25 @@ def test_a_missing_delegate_is_a_clear_error(
     assert capsys.readouterr().err == (
         f"okuri: error: `{command}` needs {module}, which this build lacks\n"
     )
+
+
+def test_bench_cluster_hands_its_arguments_over_verbatim_and_its_exit_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = fake_module(monkeypatch, "okuri.bench.cluster", 1)  # 1: a check failed
+    assert main(["bench", "cluster", "--store", "s3", "--json"]) == 1
+    assert calls == [["--store", "s3", "--json"]]
+
+
+def test_serving_loads_no_tool() -> None:
+    """`okuri serve` imports the server, never the benchmarks or the simulator."""
+    probe = (
+        "import sys, okuri.server.cli, okuri.server.app; "
+        "print(sorted(m for m in sys.modules if m.startswith(('okuri.bench', 'okuri.sim'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_delegate_without_cli_main_is_a_clear_error(

@@ -1,61 +1,72 @@
 """`okuri bench sqs` at a tiny load: it runs, prints its figures, and really moves messages.
 
-These start a real `okuri serve` (and, in one test, moto's server) on 127.0.0.1 for a couple of
-seconds each; they check shapes and that messages flowed, never how fast: the machine is shared.
+These start real `okuri serve` processes (and, in some tests, moto's server) on 127.0.0.1 for a
+couple of seconds each; they check shapes and that messages flowed, never how fast: the machine
+is shared.
 """
 
 from __future__ import annotations
 
 import asyncio
+import calendar
 import json
 import math
 import os
 import stat
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from okuri.bench import sqs
+from okuri.bench import load, measure, servers, sqs, sqs_report
+from okuri.bench.profiler import Profiler
+from okuri.bench.sqs_client import Signer
 from okuri.server.cli import main
+from okuri.sqs.sigv4 import AuthError, SignedRequest, verify
 
 TINY = ["--seconds", "2", "--producers", "2", "--consumers", "2"]
 SHORT = ["--warmup-seconds", "0.5", "--drain-seconds", "3"]
 
 
-def assert_moved_messages(figures: dict[str, object]) -> None:
+def assert_moved_messages(figures: dict[str, Any]) -> None:
     assert isinstance(figures["messages_deleted"], int) and figures["messages_deleted"] > 0
     assert isinstance(figures["messages_per_s"], float) and figures["messages_per_s"] > 0
     latency = figures["latency_ms"]
-    assert isinstance(latency, dict)
     assert latency["samples"] > 0
     assert 0 < latency["p50"] <= latency["p99"]
     assert figures["errors"] == 0, figures["first_error"]
 
 
-def test_bench_sqs_against_okuri_alone_prints_every_figure(
+def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["bench", "sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]) == 0
+    argv = ["bench", "sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]
+    assert main([*argv, "--client", "aiobotocore"]) == 0
     out = capsys.readouterr().out
-    for label, _, _ in sqs._ROWS:
-        assert label in out
-    assert "okuri" in out and "moto" not in out.split("note:")[0]
+    for label, _, _ in sqs_report.ROWS:
+        if label != "S3 server CPU %":  # only with --store s3
+            assert label in out
+    assert "aiobotocore client" in out
+    assert "okuri x1" in out and "moto" not in out.split("note:")[0]
+    assert "okuri x1, per node" in out and "manifest commits" in out
     assert "share this machine's" in out  # the load generator caveat is always printed
     line = next(x for x in out.splitlines() if x.startswith("messages/s end to end"))
     assert float(line.split()[-1]) > 0
 
 
-def test_bench_sqs_json_reports_okuri_and_moto_side_by_side(
+def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_client(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert sqs.cli_main([*TINY, *SHORT, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"config", "machine", "okuri", "moto", "ratio_okuri_to_moto"}
+    assert set(result) == {"config", "machine", "okuri", "moto"}
     assert result["config"]["producers"] == 2 and result["config"]["consumers"] == 2
-    for name in ("okuri", "moto"):
-        figures = result[name]
+    assert result["config"]["client"] == "light" and result["config"]["nodes"] == [1]
+    [okuri] = result["okuri"]
+    moto = result["moto"]
+    for name, figures in (("okuri", okuri), ("moto", moto)):
         assert figures["target"] == name
         assert figures["endpoint"].startswith("http://127.0.0.1:")
         assert_moved_messages(figures)
@@ -64,21 +75,61 @@ def test_bench_sqs_json_reports_okuri_and_moto_side_by_side(
         )
         assert set(figures["drain"]) == {"seconds", "left_in_queue"}
         assert figures["server"]["exit_code"] == 0
-    assert result["ratio_okuri_to_moto"] == pytest.approx(
-        result["okuri"]["messages_per_s"] / result["moto"]["messages_per_s"], abs=0.01
+    assert okuri["ratio_to_moto"] == pytest.approx(
+        okuri["messages_per_s"] / moto["messages_per_s"], abs=0.01
     )
+
+
+def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--nodes", "1,2", "--seconds", "1.5", "--producers", "2", "--consumers", "2"]
+    assert sqs.cli_main([*argv, *SHORT, "--no-peer", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["config"]["nodes"] == [1, 2]
+    assert [run["nodes"] for run in result["okuri"]] == [1, 2]
+    for run in result["okuri"]:
+        assert_moved_messages(run)
+        assert run["server"]["exit_code"] == 0
+        assert [n["node"] for n in run["per_node"]] == list(range(run["nodes"]))
+        assert sum(n["manifest_commits"] for n in run["per_node"]) > 0
+        for node in run["per_node"]:
+            assert node["endpoint"].startswith("http://127.0.0.1:")
+            assert node["manifest_conflicts"] is None or node["manifest_conflicts"] >= 0
+            assert set(node["store_requests"]) >= {"put", "cas", "get"}
+        # The producers and consumers were spread: every node took writes.
+        assert all(n["store_requests"]["put"] > 0 for n in run["per_node"])
+    text = sqs_report.render(result)
+    header = next(x for x in text.splitlines() if "okuri x1" in x)
+    assert "okuri x2" in header and "moto" not in header
+    assert "okuri x2, per node" in text
+    conflicts = next(x for x in text.splitlines() if x.startswith("manifest conflicts"))
+    assert conflicts.split()[2:] and all(
+        cell == "n/a" or cell.isdigit() for cell in conflicts.split()[2:]
+    )
+
+
+def test_bench_sqs_nodes_can_share_a_bucket_on_moto(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--nodes", "2", "--store", "s3", "--seconds", "1.5", *SHORT, "--no-peer", "--json"]
+    assert sqs.cli_main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["config"]["store"].startswith("S3 on moto")
+    [run] = result["okuri"]
+    assert_moved_messages(run)
+    assert run["cpu"]["store_percent"] is not None  # moto's S3 process, measured apart
+    assert all(n["store_requests"]["cas"] > 0 for n in run["per_node"])
 
 
 def test_bench_sqs_drives_a_running_server_given_its_endpoint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server: dict[str, object] = {}
-    with sqs.okuri_server(None, tmp_path, server) as target:
-        argv = [*TINY, *SHORT, "--no-peer", "--json", "--endpoint", target.endpoint]
-        argv += ["--server-pid", str(server["pid"])]
+    store = servers.StoreSpec(data_dir=tmp_path / "data")
+    with servers.cluster(1, store, tmp_path) as [node]:
+        argv = [*TINY, *SHORT, "--no-peer", "--json", "--endpoint", node.endpoint]
+        argv += ["--server-pid", str(node.pid)]
         assert sqs.cli_main(argv) == 0
-    assert server["exit_code"] == 0
-    figures = json.loads(capsys.readouterr().out)["okuri"]
+    assert node.exit_codes == [0]
+    [figures] = json.loads(capsys.readouterr().out)["okuri"]
     assert_moved_messages(figures)
     assert figures["cpu"]["server_percent"] is not None
 
@@ -90,7 +141,15 @@ def test_bench_sqs_drives_a_running_server_given_its_endpoint(
         ["--seconds", "1e9"],
         ["--linger-ms", "soon"],
         ["--server-pid", "123"],
+        ["--nodes", "0"],
+        ["--nodes", "1,99"],
+        ["--nodes", "1,2,3,4,5,6,7,8,1"],
+        ["--client", "boto2"],
+        ["--store", "nfs"],
+        ["--nodes", "2", "--profile", "out.txt"],
         ["--endpoint", "http://127.0.0.1:1", "--linger-ms", "5"],
+        ["--endpoint", "http://127.0.0.1:1", "--nodes", "2"],
+        ["--endpoint", "http://127.0.0.1:1", "--store", "s3"],
         ["--endpoint", "http://127.0.0.1:1", "--profile", "out.txt"],
     ],
 )
@@ -103,22 +162,38 @@ def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> 
 def test_a_server_that_cannot_start_is_one_line_and_exit_code_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sqs, "START_S", 0.0)
+    monkeypatch.setattr(servers, "START_S", 0.0)
     assert sqs.cli_main([*TINY, "--no-peer"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("okuri bench sqs: error: okuri serve did not become ready")
 
 
+def test_the_light_clients_signature_is_what_okuri_verifies() -> None:
+    body = b'{"QueueName":"q"}'
+    headers = Signer("AKID", "secret", "eu-west-1").headers(
+        "127.0.0.1:9", "AmazonSQS.CreateQueue", body
+    )
+    amz = headers["X-Amz-Date"]
+    now_ms = calendar.timegm(time.strptime(amz, "%Y%m%dT%H%M%SZ")) * 1000
+    request = SignedRequest("POST", "/", "", headers, body)
+    assert verify(request, {"AKID": "secret"}.get, now_ms) == "AKID"
+    with pytest.raises(AuthError) as refused:
+        verify(SignedRequest("POST", "/", "", headers, body + b" "), {"AKID": "secret"}.get, now_ms)
+    assert refused.value.code == "SignatureDoesNotMatch"
+    with pytest.raises(AuthError):
+        verify(request, {"AKID": "other secret"}.get, now_ms)
+
+
 def test_bodies_are_100_bytes_and_carry_their_send_time() -> None:
-    body = sqs.make_body(3, 41)
-    assert len(body.encode()) == sqs.BODY_BYTES
-    stamp = sqs.sent_ns(body)
+    body = measure.make_body(3, 41)
+    assert len(body.encode()) == measure.BODY_BYTES
+    stamp = measure.sent_ns(body)
     assert stamp is not None and stamp > 0
-    assert sqs.sent_ns("not a stamp") is None
+    assert measure.sent_ns("not a stamp") is None
 
 
 def test_latency_histogram_percentiles_are_within_a_bucket() -> None:
-    hist = sqs.LatencyHistogram()
+    hist = measure.LatencyHistogram()
     assert hist.percentile_ms(0.5) is None
     for ms in range(1, 1001):
         hist.add(ms / 1000)
@@ -131,11 +206,11 @@ def test_latency_histogram_percentiles_are_within_a_bucket() -> None:
 
 
 class FakeSqs:
-    """An in-memory stand-in for an aiobotocore SQS client that also fails on purpose: the first
-    call of each action raises, and every fifth batch has one entry refused."""
+    """An in-memory stand-in for an SQS client that also fails on purpose: the first call of
+    each action raises, and every fifth batch has one entry refused."""
 
-    def __init__(self) -> None:
-        self.queue: deque[tuple[str, str]] = deque()
+    def __init__(self, queue: deque[tuple[str, str]] | None = None) -> None:
+        self.queue: deque[tuple[str, str]] = deque() if queue is None else queue
         self.calls: dict[str, int] = {}
         self.next_handle = 0
 
@@ -167,13 +242,14 @@ class FakeSqs:
         return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
 
 
+WORKLOAD = load.Workload(
+    producers=2, consumers=2, seconds=1.0, warmup_s=0.0, drain_s=1.0, wait_s=0, backlog_max=50
+)
+
+
 def test_driver_counts_failures_and_keeps_moving_messages() -> None:
-    workload = sqs.Workload(
-        producers=2, consumers=2, seconds=1.0, warmup_s=0.0, drain_s=1.0, wait_s=0,
-        backlog_max=50,
-    )  # fmt: skip
     client = FakeSqs()
-    driver = sqs.Driver(client, "http://fake/q", workload)
+    driver = load.Driver([client], "http://fake/q", WORKLOAD)
     figures = asyncio.run(driver.run(lambda: None))
     assert figures["messages_deleted"] > 0 and figures["latency_ms"]["samples"] > 0
     assert figures["errors"] >= 3  # one refusal per action, plus refused entries
@@ -183,6 +259,33 @@ def test_driver_counts_failures_and_keeps_moving_messages() -> None:
     # (a real queue would deliver it again after its visibility timeout).
     assert not client.queue
     assert 0 < figures["drain"]["left_in_queue"] == driver.sent - driver.deleted <= 10
+
+
+def test_driver_spreads_producers_and_consumers_over_every_client() -> None:
+    shared: deque[tuple[str, str]] = deque()  # one queue behind two "nodes"
+    clients = [FakeSqs(shared), FakeSqs(shared)]
+    figures = asyncio.run(load.Driver(clients, "http://fake/q", WORKLOAD).run(lambda: None))
+    assert figures["messages_deleted"] > 0
+    for client in clients:
+        assert client.calls["send"] > 1 and client.calls["receive"] > 1
+
+
+class Hook:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    async def opened(self) -> None:
+        self.events.append("opened")
+
+    async def closed(self) -> None:
+        self.events.append("closed")
+
+
+def test_window_hooks_open_and_close_once_around_the_window() -> None:
+    hook = Hook()
+    driver = load.Driver([FakeSqs()], "http://fake/q", WORKLOAD)
+    asyncio.run(driver.run(lambda: None, [hook]))
+    assert hook.events == ["opened", "closed"]
 
 
 FAKE_PY_SPY = """#!/bin/sh
@@ -201,12 +304,12 @@ def test_profiler_stops_py_spy_when_the_window_closes(tmp_path: Path) -> None:
     fake.write_text(FAKE_PY_SPY)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     out = tmp_path / "stacks.txt"
-    profiler = sqs.Profiler(os.getpid(), str(out), tmp_path / "py-spy.log", exe=str(fake))
+    profiler = Profiler(os.getpid(), str(out), tmp_path / "py-spy.log", exe=str(fake))
 
     async def window() -> None:
-        profiler.start()
+        await profiler.opened()
         await asyncio.sleep(0.2)
-        await profiler.stop()
+        await profiler.closed()
 
     asyncio.run(window())
     profiler.check()
@@ -214,8 +317,8 @@ def test_profiler_stops_py_spy_when_the_window_closes(tmp_path: Path) -> None:
 
 
 def test_profiler_without_output_is_a_bench_error(tmp_path: Path) -> None:
-    profiler = sqs.Profiler(1, str(tmp_path / "none.txt"), tmp_path / "log", exe="/bin/true")
+    profiler = Profiler(1, str(tmp_path / "none.txt"), tmp_path / "log", exe="/bin/true")
     profiler.start()
     asyncio.run(profiler.stop())
-    with pytest.raises(sqs.BenchError, match="py-spy wrote no profile"):
+    with pytest.raises(servers.BenchError, match="py-spy wrote no profile"):
         profiler.check()

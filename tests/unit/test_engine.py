@@ -32,6 +32,7 @@ from okuri.errors import (
     Unavailable,
 )
 from okuri.store.counting import CountingStore
+from okuri.store.forwarding import ForwardingStore
 from okuri.store.memory import MemoryStore
 from okuri.store.port import Blob, ObjectStore
 
@@ -826,34 +827,19 @@ async def test_deleting_a_queue_sweeps_its_segments_and_only_its_own(
     assert await node.sweep(Q) == 0
 
 
-class GatedListStore:
+class GatedListStore(ForwardingStore):
     """Delegates to a store, but holds segment LISTs at a gate while the test needs them held."""
 
     def __init__(self, inner: ObjectStore) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.gate: asyncio.Event | None = None
         self.held = asyncio.Event()
-
-    async def get(self, key: str) -> Blob:
-        return await self.inner.get(key)
-
-    async def put_if_absent(self, key: str, data: bytes) -> str:
-        return await self.inner.put_if_absent(key, data)
-
-    async def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        return await self.inner.put_if_match(key, data, etag)
 
     async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
         if self.gate is not None and prefix.startswith(keys.SEGMENTS):
             self.held.set()
             await self.gate.wait()
         return await self.inner.list(prefix, start_after, limit)
-
-    async def delete(self, key: str) -> None:
-        await self.inner.delete(key)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def test_sweep_racing_a_recreate_never_deletes_the_new_queues_segments(
@@ -1039,7 +1025,7 @@ async def test_a_busy_window_costs_one_segment_put_and_one_cas() -> None:
         await node.close()
 
 
-class LaggingCreateStore(GatedListStore):
+class LaggingCreateStore(ForwardingStore):
     """The first segment write lands but answers 409, and a read right after it does not see
     it yet: an unclear create, then a retry that finds the slot taken (by that same write)."""
 

@@ -22,8 +22,9 @@ from okuri.core.message import SegmentCorrupt, decode_segment
 from okuri.core.state import QueueAttrs, decode_state
 from okuri.engine import Delivery, Engine, SendRequest, SendResult
 from okuri.errors import Conflict, QueueDoesNotExist, Unavailable
+from okuri.store.forwarding import ForwardingStore
 from okuri.store.memory import Faults, MemoryStore
-from okuri.store.port import Blob, ObjectStore
+from okuri.store.port import ObjectStore
 
 EPOCH_MS = 1_700_000_000_000
 Q = "work"
@@ -227,33 +228,18 @@ async def test_queue_admin_survives_a_flaky_store(seed: int) -> None:
         await b.close()
 
 
-class ConflictOnFirstSegmentCreate:
+class ConflictOnFirstSegmentCreate(ForwardingStore):
     """Answers the first create-only PUT of a segment with 409, without writing (as S3 may)."""
 
     def __init__(self, inner: ObjectStore) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.armed = True
-
-    async def get(self, key: str) -> Blob:
-        return await self.inner.get(key)
 
     async def put_if_absent(self, key: str, data: bytes) -> str:
         if self.armed and key.startswith(keys.SEGMENTS):
             self.armed = False
             raise Conflict("injected 409 ConditionalRequestConflict")
         return await self.inner.put_if_absent(key, data)
-
-    async def put_if_match(self, key: str, data: bytes, etag: str) -> str:
-        return await self.inner.put_if_match(key, data, etag)
-
-    async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
-        return await self.inner.list(prefix, start_after, limit)
-
-    async def delete(self, key: str) -> None:
-        await self.inner.delete(key)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def test_a_409_on_a_segment_create_leaves_no_gap_in_the_slot_log() -> None:

@@ -1,0 +1,195 @@
+"""The client threads of `okuri bench cluster` (producers, consumers that fail over) and its plan.
+
+Why apart from the run: this is what an application does against a cluster that loses nodes,
+and it only reports facts to okuri.bench.ledger, which judges them. A producer sends
+SendMessageBatch(10) with ids it makes up (the id starts the body), sends the same ids again
+until each is acknowledged, and pauses while too many acknowledged sends are not yet deleted. A
+consumer loops ReceiveMessage(10, short wait) + DeleteMessageBatch, noting the time just before
+each receive was sent and just after each delete answered. Both go through okuri.bench.failover,
+one caller (and so one connection per node) per thread; both are bounded by the run's events and
+by `messages_max`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from okuri.bench.failover import Caller, Exhausted, NodeSet, Tally
+from okuri.bench.ledger import Ledger
+from okuri.bench.load import BATCH_ENTRIES, ERROR_PAUSE_S
+from okuri.bench.servers import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY, REGION
+from okuri.bench.sqs_client import Signer, SqsCallError
+
+BODY_BYTES = 64  # an id, padded
+SETTLE_SLACK_S = 5.0  # past the visibility timeout: lease-ahead hold, commit latency
+BACKLOG_POLL_S = 0.05
+REPLY_SLACK_S = 20.0  # a reply's timeout, past the receive's wait
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run does; each field is a flag of `okuri bench cluster`."""
+
+    nodes: int = 3
+    store: str = "local"
+    s3_endpoint: str | None = None  # with store "s3": use this server instead of starting moto
+    fault_s: float = 20.0
+    kill_every_s: float = 4.0
+    producers: int = 2
+    consumers: int = 2
+    visibility_s: int = 10
+    wait_s: int = 1
+    drain_s: float = 60.0
+    messages_max: int = 200_000
+    backlog_max: int = 2_000
+    seed: int = 0
+
+    @property
+    def settle_s(self) -> float:
+        """The least drain: a dead node's leases expire, deleted messages would reappear."""
+        return self.visibility_s + SETTLE_SLACK_S
+
+
+@dataclass
+class Load:
+    """What the client threads share: the nodes, the ledger, and when to stop."""
+
+    plan: Plan
+    nodes: NodeSet
+    ledger: Ledger
+    queue_url: str
+    run_id: str
+    producing: threading.Event = field(default_factory=threading.Event)
+    consuming: threading.Event = field(default_factory=threading.Event)
+    tallies: list[Tally] = field(default_factory=list)
+    crashed: list[str] = field(default_factory=list)
+    sends_abandoned: int = 0
+    _claimed: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def claim(self, n: int) -> int:
+        """How many of `n` more messages the run may still send (messages_max in all)."""
+        with self._lock:
+            n = max(0, min(n, self.plan.messages_max - self._claimed))
+            self._claimed += n
+            return n
+
+    def caller(self, seed: str) -> Caller:
+        return dev_caller(self.nodes, seed, self.plan.wait_s + REPLY_SLACK_S)
+
+    def body(self, message_id: str) -> str:
+        return (message_id + " ").ljust(BODY_BYTES, "x")
+
+    def thread(self, name: str, work: Callable[[Caller], None]) -> threading.Thread:
+        def main() -> None:
+            caller = self.caller(f"{self.plan.seed}-{name}")
+            try:
+                work(caller)
+            except Exception as err:  # a bug in the load invalidates the run: say so
+                self.crashed.append(f"{name}: {type(err).__name__}: {err}")
+            finally:
+                caller.close()
+                with self._lock:
+                    self.tallies.append(caller.tally)
+
+        return threading.Thread(target=main, name=name, daemon=True)
+
+    def produce(self, producer: int, caller: Caller) -> None:
+        seq = 0
+        pending: list[str] = []  # ids not yet acknowledged, sent again until they are
+        while self.producing.is_set():
+            if self.ledger.backlog >= self.plan.backlog_max:
+                time.sleep(BACKLOG_POLL_S)
+                continue
+            if not pending:
+                fresh = self.claim(BATCH_ENTRIES)
+                if not fresh:
+                    return
+                pending = [f"{self.run_id}-p{producer}-{seq + k}" for k in range(fresh)]
+                seq += fresh
+            entries = [{"Id": str(k), "MessageBody": self.body(m)} for k, m in enumerate(pending)]
+            sent = self._batch(caller, "SendMessageBatch", entries, pending, "acknowledged")
+            if sent is None:
+                continue  # the same ids again: a send is given up only when the run ends
+            ok, _, answered_s = sent
+            self.ledger.acknowledged(ok, answered_s)
+            done = set(ok)
+            pending = [m for m in pending if m not in done]
+        with self._lock:
+            self.sends_abandoned += len(pending)
+
+    def consume(self, caller: Caller) -> None:
+        params = {
+            "QueueUrl": self.queue_url,
+            "MaxNumberOfMessages": BATCH_ENTRIES,
+            "WaitTimeSeconds": self.plan.wait_s,
+        }
+        while self.consuming.is_set():
+            try:
+                answer, node, sent_s = caller.call("ReceiveMessage", params)
+            except (Exhausted, SqsCallError) as err:
+                _failed(caller, "ReceiveMessage", err)
+                continue
+            messages = [
+                (str(m.get("Body", "")).split(" ", 1)[0], str(m["ReceiptHandle"]))
+                for m in answer.get("Messages") or ()
+            ]
+            if not messages:
+                continue
+            caller.tally.messages[(node, "received")] += len(messages)
+            self.ledger.delivered(messages, sent_s, node)
+            entries = [{"Id": str(i), "ReceiptHandle": r} for i, (_, r) in enumerate(messages)]
+            deleted = self._batch(caller, "DeleteMessageBatch", entries, messages, "deleted")
+            if deleted is None:
+                continue  # the messages come back after their visibility timeout
+            ok_messages, node, answered_s = deleted
+            self.ledger.deleted(ok_messages, answered_s, node)
+
+    def _batch(
+        self,
+        caller: Caller,
+        action: str,
+        entries: list[dict[str, Any]],
+        items: Sequence[T],
+        counted: str,
+    ) -> tuple[list[T], int, float] | None:
+        """One batch call: the items whose entries the answer lists as Successful (counted
+        under `counted` for the node), the node that answered, and the time just after the
+        answer was read; None when no node answered or the call was refused."""
+        try:
+            answer, node, _ = caller.call(action, {"QueueUrl": self.queue_url, "Entries": entries})
+        except (Exhausted, SqsCallError) as err:
+            _failed(caller, action, err)
+            return None
+        answered_s = time.monotonic()
+        ok = [items[int(e["Id"])] for e in answer.get("Successful") or ()]
+        caller.tally.messages[(node, counted)] += len(ok)
+        for failed in answer.get("Failed") or ():
+            caller.tally.refused_entries[str(failed.get("Code"))] += 1
+        return ok, node, answered_s
+
+
+def _failed(caller: Caller, action: str, err: Exhausted | SqsCallError) -> None:
+    """A call that no node could answer, or that one refused: counted, then a short pause so a
+    refusal that will not change (a missing queue) is not repeated in a tight loop."""
+    if isinstance(err, SqsCallError):
+        caller.tally.refused_calls[err.code] += 1
+    caller.tally.error(f"{action}: {err}")
+    time.sleep(ERROR_PAUSE_S)
+
+
+def dev_caller(nodes: NodeSet, seed: int | str, timeout_s: float) -> Caller:
+    """A failover caller signing with okuri's development pair, choosing nodes from `seed`."""
+    signer = Signer(DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY, REGION)
+    return Caller(nodes, signer, random.Random(seed), timeout_s)
+
+
+def producer(load: Load, producer: int) -> Callable[[Caller], None]:
+    return lambda caller: load.produce(producer, caller)

@@ -1,0 +1,70 @@
+"""The text `okuri bench cluster` prints: the verdict first, then per node, then what went wrong.
+
+Why apart: the result is a plain dict (also printed as JSON); laying it out for a reader is a
+separate concern, testable on a hand-made dict. Examples of failures are printed in full (as
+JSON lines), because they are what whoever fixes the engine reads first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def render(r: dict[str, Any]) -> str:
+    p = r["plan"]
+    mark = {True: "PASS", False: "FAIL"}
+    d = r["duration_s"]
+    lines = [
+        f"okuri bench cluster: {p['nodes']} nodes on {p['store']}; {p['fault_s']:g} s of faults "
+        f"(SIGKILL a random node every {p['kill_every_s']:g} s); {p['producers']} producers, "
+        f"{p['consumers']} consumers; visibility {p['visibility_s']} s; seed {p['seed']}",
+        "",
+        f"sends acknowledged        {r['sends_acknowledged']}",
+        f"delivered                 {r['delivered']} messages in {r['deliveries']} deliveries "
+        f"({r['redeliveries']} redeliveries)",
+        f"deleted                   {r['deleted']}",
+        f"lost                      {r['lost']}",
+        f"deliveries after delete   {r['deliveries_after_delete']}",
+        f"delivered, send unacked   {r['delivered_unacknowledged']}",
+        f"kills                     {r['kills']} (restart to ready: p50 "
+        f"{_s(r['restart_s']['p50'])}, max {_s(r['restart_s']['max'])})",
+        f"duration                  faults {d['fault_s']:.1f} s, restarts {d['restart_wait_s']:.1f}"
+        f" s, drain {d['drain_s']:.1f} s; total {d['total_s']:.1f} s",
+        f"client failovers          {r['errors']['failovers']} (5xx answers "
+        f"{r['errors']['server_faults']}, calls given up {r['errors']['exhausted_calls']})",
+        "",
+        "node  kills   req/s  sends/s  received/s  deleted/s  failovers",
+    ]
+    for n in r["nodes"]["per_node"]:
+        lines.append(
+            f"{n['node']:>4}  {n['kills']:>5}  {n['requests_per_s']:>6.0f}  "
+            f"{n['acknowledged_per_s']:>7.0f}  {n['received_per_s']:>10.0f}  "
+            f"{n['deleted_per_s']:>9.0f}  {n['failovers']:>9}"
+        )
+    lines.append("")
+    kills = ", ".join(f"node {k['node']} at {k['at_s']:.1f} s" for k in r["kill_log"])
+    lines.append(f"kills: {kills or 'none'}")
+    for example in r["after_delete_examples"]:
+        lines.append(f"after delete: {json.dumps(example)}")
+    if r["lost_examples"]:
+        lines.append(f"lost, e.g.: {', '.join(r['lost_examples'])}")
+    for why in r["nodes"]["restart_failures"]:
+        lines.append(f"restart failed: {why}")
+    for crash in r["errors"]["client_crashes"]:
+        lines.append(f"client crashed: {crash}")
+    for what in ("calls", "entries"):
+        refused = r["errors"].get(f"refused_{what}")
+        if refused:
+            lines.append(f"refused {what} (4xx, by code): {refused}")
+    if r["errors"]["first_error"]:
+        lines.append(f"first client error: {r['errors']['first_error']}")
+    lines.append(
+        "checks: " + "; ".join(f"{name.replace('_', ' ')}: {mark[ok]}"
+                               for name, ok in r["checks"].items())
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"

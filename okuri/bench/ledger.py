@@ -1,0 +1,181 @@
+"""The checker of `okuri bench cluster`: what was acknowledged, delivered and deleted, and when.
+
+Why a module of its own: the verdict must not depend on how the load was produced, so the
+load only reports facts here and this module alone judges them (TigerBeetle keeps its checkers
+apart the same way). Every fact carries the time, on this process's monotonic clock, at which
+it was certain from the client's side:
+
+- a send is *acknowledged* when a SendMessageBatch answer lists its entry as Successful;
+- a message is *delivered* by a ReceiveMessage whose request was about to be sent at time t
+  (taken before sending, so the request certainly left after t);
+- a message is *deleted* when a DeleteMessage(Batch) answer listing it as Successful was read
+  at time d (taken after reading, so the answer certainly arrived before d).
+
+Two checks: every acknowledged send is delivered at least once (0 lost), and no message is
+delivered by a ReceiveMessage sent after a delete of it had answered Successful (t > d: 0
+deliveries after delete). Redeliveries before a delete are allowed (at-least-once), and so are
+duplicates of a send whose answer was lost and which was sent again.
+
+Thread-safe (one lock; the load calls in from many threads). Memory grows with the messages and
+deliveries of a run, which the load bounds by count (`messages_max`) and time.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+EXAMPLES_MAX = 5  # failing messages described in full in a verdict
+RECEIPT_PREFIX = "okr1"  # okuri's receipt handles: base64 of lines ending with the epoch
+
+
+def receipt_epoch(handle: str) -> int | None:
+    """The lease epoch an okuri receipt handle carries, for diagnostics; None if unreadable."""
+    if not handle.startswith(RECEIPT_PREFIX):
+        return None
+    body = handle[len(RECEIPT_PREFIX) :]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+        return int(raw.rsplit("\n", 1)[-1])
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Event:
+    at_s: float
+    node: int
+    receipt: str
+
+    def describe(self, start_s: float) -> dict[str, Any]:
+        return {
+            "at_s": round(self.at_s - start_s, 3),
+            "node": self.node,
+            "epoch": receipt_epoch(self.receipt),
+        }
+
+
+@dataclass
+class Verdict:
+    acknowledged: int
+    delivered: int
+    deliveries: int
+    deleted: int
+    lost: int
+    after_delete: int
+    delivered_unacknowledged: int
+    lost_examples: list[str] = field(default_factory=list)
+    after_delete_examples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def redeliveries(self) -> int:
+        return self.deliveries - self.delivered
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.after_delete == 0
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "sends_acknowledged": self.acknowledged,
+            "delivered": self.delivered,
+            "deliveries": self.deliveries,
+            "redeliveries": self.redeliveries,
+            "deleted": self.deleted,
+            "lost": self.lost,
+            "deliveries_after_delete": self.after_delete,
+            "delivered_unacknowledged": self.delivered_unacknowledged,
+            "lost_examples": self.lost_examples,
+            "after_delete_examples": self.after_delete_examples,
+        }
+
+
+class Ledger:
+    def __init__(self, start_s: float) -> None:
+        self.start_s = start_s
+        self._lock = threading.Lock()
+        self._acked: dict[str, float] = {}
+        self._undelivered: set[str] = set()  # acknowledged, not yet delivered
+        self._deliveries: dict[str, list[Event]] = {}
+        self._deleted: dict[str, Event] = {}  # the earliest Successful delete answer
+
+    def acknowledged(self, ids: Iterable[str], at_s: float) -> None:
+        with self._lock:
+            for message_id in ids:
+                if message_id in self._acked:
+                    continue
+                self._acked[message_id] = at_s
+                if message_id not in self._deliveries:
+                    self._undelivered.add(message_id)
+
+    def delivered(self, messages: Iterable[tuple[str, str]], sent_s: float, node: int) -> None:
+        """`messages` are (id, receipt handle) from one ReceiveMessage sent at `sent_s`."""
+        with self._lock:
+            for message_id, receipt in messages:
+                self._deliveries.setdefault(message_id, []).append(Event(sent_s, node, receipt))
+                self._undelivered.discard(message_id)
+
+    def deleted(self, messages: Iterable[tuple[str, str]], answered_s: float, node: int) -> None:
+        """`messages` are (id, receipt handle) a delete answer listed as Successful."""
+        with self._lock:
+            for message_id, receipt in messages:
+                known = self._deleted.get(message_id)
+                if known is None or answered_s < known.at_s:
+                    self._deleted[message_id] = Event(answered_s, node, receipt)
+
+    @property
+    def outstanding(self) -> int:
+        """Acknowledged sends not delivered yet."""
+        with self._lock:
+            return len(self._undelivered)
+
+    @property
+    def backlog(self) -> int:
+        """Acknowledged sends not deleted yet (approximate while sends are in flight)."""
+        with self._lock:
+            return max(0, len(self._acked) - len(self._deleted))
+
+    @property
+    def acknowledged_count(self) -> int:
+        with self._lock:
+            return len(self._acked)
+
+    def verdict(self) -> Verdict:
+        with self._lock:
+            lost = sorted(self._undelivered)
+            after: list[tuple[str, int]] = []
+            for message_id, delete in self._deleted.items():
+                late = sum(1 for d in self._deliveries.get(message_id, ()) if d.at_s > delete.at_s)
+                if late:
+                    after.append((message_id, late))
+            examples = [self._timeline(message_id) for message_id, _ in after[:EXAMPLES_MAX]]
+            return Verdict(
+                acknowledged=len(self._acked),
+                delivered=len(self._deliveries),
+                deliveries=sum(len(d) for d in self._deliveries.values()),
+                deleted=len(self._deleted),
+                lost=len(lost),
+                after_delete=sum(n for _, n in after),
+                delivered_unacknowledged=sum(1 for m in self._deliveries if m not in self._acked),
+                lost_examples=lost[:EXAMPLES_MAX],
+                after_delete_examples=examples,
+            )
+
+    def _timeline(self, message_id: str) -> dict[str, Any]:
+        acked = self._acked.get(message_id)
+        return {
+            "id": message_id,
+            "acknowledged_at_s": None if acked is None else round(acked - self.start_s, 3),
+            "deleted": self._deleted[message_id].describe(self.start_s),
+            "deliveries": [
+                {
+                    **d.describe(self.start_s),
+                    "after_delete": d.at_s > self._deleted[message_id].at_s,
+                }
+                for d in self._deliveries.get(message_id, ())
+            ],
+        }

@@ -1,0 +1,286 @@
+"""The closed-loop SQS load of `okuri bench sqs`, over one endpoint or spread over several.
+
+Why apart: the load is the same whichever client speaks it (the light client or aiobotocore,
+both answering botocore-shaped dicts) and however many nodes serve it; only the figures it
+keeps matter to the rest. P producers each send SendMessageBatch(10) and send again as soon as
+the answer arrives; C consumers each loop ReceiveMessage(10, long poll) + DeleteMessageBatch.
+With several clients (one per node), producer p and consumer c use client p and c modulo
+their number, so the work is spread evenly and a message is often received from a node other
+than the one it was sent to.
+
+Producers pause while more than `backlog_max` messages are sent but not yet deleted, so the
+queue cannot grow without bound when sends outrun receives; without that, the latency figures
+would measure the length of the run rather than the server (Little's law: latency is backlog /
+throughput).
+
+Phases: warm-up (not counted), a measured window, then producers stop and consumers drain for
+at most `drain_s`. Window hooks (a profiler, a metrics scrape) run as the window opens and
+closes. Every failed request is counted and the first one kept; none is fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from okuri.bench.measure import (
+    Window,
+    error_line,
+    machine_busy_s,
+    make_body,
+    percent,
+    rate,
+    rounded,
+    sent_ns,
+)
+
+BATCH_ENTRIES = 10
+ERROR_PAUSE_S = 0.05  # after a failed request, so a broken server is not hammered in a loop
+BACKLOG_POLL_S = 0.25
+CANCEL_S = 10.0  # bound on waiting for cancelled request tasks to unwind
+PRODUCER_STOP_SLACK_S = 5.0
+
+BACKLOG_DEFAULT_MIN = 200
+
+
+class SqsClient(Protocol):
+    """The calls the load makes, as aiobotocore and okuri.bench.sqs_client.LightSqs spell them."""
+
+    async def send_message_batch(self, **params: Any) -> Any: ...
+
+    async def receive_message(self, **params: Any) -> Any: ...
+
+    async def delete_message_batch(self, **params: Any) -> Any: ...
+
+
+class WindowHook(Protocol):
+    """Runs when the measured window opens and when it closes (closed at most once)."""
+
+    async def opened(self) -> None: ...
+
+    async def closed(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Workload:
+    producers: int
+    consumers: int
+    seconds: float
+    warmup_s: float
+    drain_s: float
+    wait_s: int
+    backlog_max: int
+
+
+def default_backlog(producers: int, consumers: int) -> int:
+    """Two batches per producer or consumer, at least BACKLOG_DEFAULT_MIN: enough that no
+    consumer waits for work and no producer for room."""
+    return max(BACKLOG_DEFAULT_MIN, 2 * BATCH_ENTRIES * max(producers, consumers))
+
+
+class Driver:
+    """Runs the closed-loop workload against one queue and keeps the counts."""
+
+    def __init__(self, clients: Sequence[SqsClient], queue_url: str, workload: Workload) -> None:
+        if not clients:
+            raise ValueError("the load needs at least one client")
+        self.clients = list(clients)
+        self.queue_url = queue_url
+        self.workload = workload
+        self.window = Window()
+        self.measuring = False
+        self.producing = True
+        self.sent = 0  # messages accepted, all phases
+        self.deleted = 0  # messages deleted, all phases
+        self.errors = 0
+        self.first_error: str | None = None
+        self._room = asyncio.Event()  # a delete made room under the backlog cap
+        self._empty = asyncio.Event()  # producers stopped and everything sent was deleted
+
+    @property
+    def backlog(self) -> int:
+        return max(0, self.sent - self.deleted)
+
+    def _client(self, worker: int) -> SqsClient:
+        return self.clients[worker % len(self.clients)]
+
+    def _error(self, what: str) -> None:
+        self.errors += 1
+        if self.first_error is None:
+            self.first_error = error_line(what)
+
+    async def _failed(self, action: str, err: Exception) -> None:
+        """A request that failed: counted, then a short pause so a broken server is not
+        hammered in a loop."""
+        self._error(f"{action}: {err}")
+        await asyncio.sleep(ERROR_PAUSE_S)
+
+    def _succeeded(self, action: str, reply: Any) -> int:
+        """How many entries of a batch `reply` succeeded; the first failed entry is an error."""
+        failed = reply.get("Failed") or ()
+        if failed:
+            self._error(f"{action} entry failed: {failed[0]}")
+        return len(reply.get("Successful") or ())
+
+    async def produce(self, producer: int) -> None:
+        client = self._client(producer)
+        seq = 0
+        limit = self.workload.backlog_max
+        while self.producing:
+            if limit and self.backlog >= limit:
+                self._room.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._room.wait(), BACKLOG_POLL_S)
+                continue
+            entries = [
+                {"Id": str(k), "MessageBody": make_body(producer, seq + k)}
+                for k in range(BATCH_ENTRIES)
+            ]
+            seq += BATCH_ENTRIES
+            try:
+                reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except Exception as err:  # any failure is counted and reported, never fatal
+                await self._failed("SendMessageBatch", err)
+                continue
+            ok = self._succeeded("SendMessageBatch", reply)
+            self.sent += ok
+            if self.measuring:
+                self.window.send_requests += 1
+                self.window.messages_sent += ok
+
+    async def consume(self, consumer: int) -> None:
+        client = self._client(consumer)
+        while True:
+            try:
+                reply = await client.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=BATCH_ENTRIES,
+                    WaitTimeSeconds=self.workload.wait_s,
+                )
+            except Exception as err:
+                await self._failed("ReceiveMessage", err)
+                continue
+            now_ns = time.monotonic_ns()
+            messages = reply.get("Messages") or []
+            if self.measuring:
+                self.window.receive_requests += 1
+                self.window.messages_received += len(messages)
+                if not messages:
+                    self.window.empty_receives += 1
+                for m in messages:
+                    stamp = sent_ns(m.get("Body", ""))
+                    if stamp is not None:
+                        self.window.latency.add((now_ns - stamp) / 1e9)
+            if not messages:
+                continue
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            try:
+                reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except Exception as err:
+                await self._failed("DeleteMessageBatch", err)
+                continue
+            ok = self._succeeded("DeleteMessageBatch", reply)
+            self.deleted += ok
+            self._room.set()
+            if not self.producing and self.backlog == 0:
+                self._empty.set()
+            if self.measuring:
+                self.window.delete_requests += 1
+                self.window.messages_deleted += ok
+
+    async def run(
+        self, server_cpu_s: Callable[[], float | None], hooks: Sequence[WindowHook] = ()
+    ) -> dict[str, Any]:
+        w = self.workload
+        producers = [asyncio.ensure_future(self.produce(p)) for p in range(w.producers)]
+        consumers = [asyncio.ensure_future(self.consume(c)) for c in range(w.consumers)]
+        open_hooks: list[WindowHook] = []
+        try:
+            await asyncio.sleep(w.warmup_s)
+            for hook in hooks:
+                await hook.opened()
+                open_hooks.append(hook)
+            cpu0, client0, busy0 = server_cpu_s(), time.process_time(), machine_busy_s()
+            t0 = time.monotonic()
+            self.measuring = True
+            await asyncio.sleep(w.seconds)
+            self.measuring = False
+            cpu1, client1, busy1 = server_cpu_s(), time.process_time(), machine_busy_s()
+            t1 = time.monotonic()
+            while open_hooks:
+                await open_hooks.pop(0).closed()
+            self.producing = False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*producers), w.drain_s + w.wait_s + PRODUCER_STOP_SLACK_S
+                )
+            if self.backlog == 0:
+                self._empty.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._empty.wait(), w.drain_s)
+            drained_s = time.monotonic() - t1
+        finally:
+            for hook in open_hooks:
+                await hook.closed()
+            await cancel([*producers, *consumers])
+        window_s = t1 - t0
+        server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        client_cpu = client1 - client0
+        others = None
+        if busy0 is not None and busy1 is not None:
+            others = max(0.0, busy1 - busy0 - client_cpu - (server_cpu or 0.0))
+        return self._figures(window_s, server_cpu, client_cpu, others, drained_s)
+
+    def _figures(
+        self,
+        window_s: float,
+        server_cpu_s: float | None,
+        client_cpu_s: float,
+        others_cpu_s: float | None,
+        drained_s: float,
+    ) -> dict[str, Any]:
+        win = self.window
+        moved = win.messages_deleted
+        return {
+            "window_s": round(window_s, 3),
+            "messages_per_s": rate(moved, window_s),
+            "messages_deleted": moved,
+            "messages_sent": win.messages_sent,
+            "sent_messages_per_s": rate(win.messages_sent, window_s),
+            "send_requests_per_s": rate(win.send_requests, window_s),
+            "receive_requests_per_s": rate(win.receive_requests, window_s),
+            "delete_requests_per_s": rate(win.delete_requests, window_s),
+            "empty_receives": win.empty_receives,
+            "latency_ms": {
+                "p50": rounded(win.latency.percentile_ms(0.50)),
+                "p99": rounded(win.latency.percentile_ms(0.99)),
+                "max": round(win.latency.max_s * 1000, 1),
+                "samples": win.latency.samples,
+            },
+            "cpu": {
+                "server_percent": percent(server_cpu_s, window_s),
+                "client_percent": percent(client_cpu_s, window_s) or 0.0,
+                "other_processes_percent": percent(others_cpu_s, window_s),
+                "server_messages_per_cpu_s": (
+                    None
+                    if not server_cpu_s or server_cpu_s <= 0
+                    else round(moved / server_cpu_s, 1)
+                ),
+            },
+            "errors": self.errors,
+            "first_error": self.first_error,
+            "drain": {"seconds": round(drained_s, 2), "left_in_queue": self.backlog},
+        }
+
+
+async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), CANCEL_S)

@@ -1,0 +1,124 @@
+"""What the benchmarks measure with: latency histograms, CPU readings, timestamped bodies.
+
+Why apart from the load and the servers: these are the units of every figure printed, shared by
+`okuri bench sqs` (one node or several) and `okuri bench cluster`, and readable without either.
+Everything here is bounded: a histogram has a fixed bucket width, so its memory does not grow
+with the messages a run moves, and an error kept for a report is one line of bounded length.
+CPU readings come from Linux /proc and are None elsewhere ("unknown", never zero).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+BODY_BYTES = 100
+STAMP_DIGITS = 20  # time.monotonic_ns() as zero-padded decimal at the start of every body
+
+ERROR_CHARS_MAX = 300  # an error kept for the report, folded onto one line
+HISTOGRAM_GROWTH = 1.01  # latency buckets 1% wide: under 2,500 buckets span 1 us to an hour
+_LOG_GROWTH = math.log(HISTOGRAM_GROWTH)
+
+
+class LatencyHistogram:
+    """Latencies in log-spaced buckets: memory bounded however many messages a run moves."""
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+        self.samples = 0
+        self.max_s = 0.0
+
+    def add(self, seconds: float) -> None:
+        micros = max(seconds * 1e6, 1.0)
+        bucket = int(math.log(micros) / _LOG_GROWTH)
+        self._counts[bucket] = self._counts.get(bucket, 0) + 1
+        self.samples += 1
+        self.max_s = max(self.max_s, seconds)
+
+    def percentile_ms(self, q: float) -> float | None:
+        """The q-quantile (0 < q <= 1), to within half a bucket (0.5%); None with no samples."""
+        if not self.samples:
+            return None
+        rank = max(1, math.ceil(q * self.samples))
+        seen = 0
+        for bucket in sorted(self._counts):
+            seen += self._counts[bucket]
+            if seen >= rank:
+                return float(HISTOGRAM_GROWTH ** (bucket + 0.5) / 1000)
+        return self.max_s * 1000
+
+
+@dataclass
+class Window:
+    """Counts of what completed inside the measured window."""
+
+    send_requests: int = 0
+    messages_sent: int = 0
+    receive_requests: int = 0
+    empty_receives: int = 0
+    messages_received: int = 0
+    delete_requests: int = 0
+    messages_deleted: int = 0
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+
+
+def make_body(producer: int, seq: int) -> str:
+    """BODY_BYTES of ASCII that begin with the send time, so latency is read off the body."""
+    head = f"{time.monotonic_ns():0{STAMP_DIGITS}d} p{producer:03d} n{seq:010d} "
+    return head + "x" * max(0, BODY_BYTES - len(head))
+
+
+def sent_ns(body: str) -> int | None:
+    try:
+        return int(body[:STAMP_DIGITS])
+    except ValueError:
+        return None
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User plus system CPU seconds of a process and all its threads (Linux /proc; else None)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float | None:
+    """CPU seconds every process on this machine has used since boot (Linux /proc; else None).
+
+    The machine may be shared: busy time that is neither the server's nor the load generator's
+    is someone else's, and it is printed so a slow run can be told from a slow server.
+    """
+    try:
+        with open("/proc/stat", "rb") as f:
+            first = f.readline().split()
+    except OSError:
+        return None
+    if not first or first[0] != b"cpu":
+        return None
+    ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def error_line(what: str) -> str:
+    """An error as a report keeps it: white space folded, at most ERROR_CHARS_MAX characters."""
+    return " ".join(what.split())[:ERROR_CHARS_MAX]
+
+
+def rate(count: float, seconds: float) -> float:
+    return round(count / seconds, 1) if seconds > 0 else 0.0
+
+
+def rounded(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def percent(part_s: float | None, whole_s: float) -> float | None:
+    return None if part_s is None or whole_s <= 0 else round(100 * part_s / whole_s, 1)

@@ -1,0 +1,78 @@
+"""A node's own counters, read from `/metrics` on its health listener, and their differences.
+
+Why: with several nodes on one store, messages/s alone cannot say where the time goes; each
+node's manifest commits, commit conflicts (412s on the manifest) and object-store requests by
+price class can. They are read the way an operator's Prometheus would read them, over HTTP,
+so the bench needs nothing from inside the server. A counter the server does not export is
+None ("n/a"), never 0: `manifest_conflicts` exists only on engines that count it.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+SCRAPE_TIMEOUT_S = 5.0
+SCRAPE_BYTES_MAX = 4 * 1024 * 1024
+
+ENGINE_EVENTS = "okuri_engine_events_total"
+STORE_REQUESTS = "okuri_store_requests_total"
+COMMITS_EVENT = "manifest_commits"
+CONFLICTS_EVENT = "manifest_conflicts"
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(\w+)="((?:[^"\\]|\\.)*)"\}\s+(\S+)')
+
+
+@dataclass(frozen=True)
+class NodeCounters:
+    """One scrape: engine events and store requests by class (absent names are not there)."""
+
+    events: dict[str, float] = field(default_factory=dict)
+    store: dict[str, float] = field(default_factory=dict)
+
+    def minus(self, before: NodeCounters) -> NodeCounters:
+        return NodeCounters(
+            {k: v - before.events.get(k, 0.0) for k, v in self.events.items()},
+            {k: v - before.store.get(k, 0.0) for k, v in self.store.items()},
+        )
+
+    def figures(self) -> dict[str, object]:
+        commits = self.events.get(COMMITS_EVENT)
+        conflicts = self.events.get(CONFLICTS_EVENT)
+        return {
+            # No commit event yet means none happened: the engine counts from its first.
+            "manifest_commits": int(commits or 0),
+            "manifest_conflicts": None if conflicts is None else int(conflicts),
+            "store_requests": {k: int(v) for k, v in sorted(self.store.items())},
+        }
+
+
+def parse(text: str) -> NodeCounters:
+    """The two labelled counter families okuri exports, out of Prometheus text format."""
+    events: dict[str, float] = {}
+    store: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, label, value, number = match.groups()
+        try:
+            n = float(number)
+        except ValueError:
+            continue
+        if name == ENGINE_EVENTS and label == "event":
+            events[value] = n
+        elif name == STORE_REQUESTS and label == "class":
+            store[value] = n
+    return NodeCounters(events, store)
+
+
+def scrape(health_url: str) -> NodeCounters | None:
+    """GET /metrics; None when the node does not answer (it is down, or not yet up)."""
+    try:
+        with urllib.request.urlopen(health_url + "/metrics", timeout=SCRAPE_TIMEOUT_S) as reply:
+            return parse(reply.read(SCRAPE_BYTES_MAX).decode(errors="replace"))
+    except (urllib.error.URLError, OSError):
+        return None

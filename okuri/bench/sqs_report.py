@@ -1,0 +1,114 @@
+"""The text `okuri bench sqs` prints: one column per node count and one for moto, then per node.
+
+Why apart: the figures are a plain dict (also printed as JSON); how they are laid out for a
+reader is a separate concern, and it stays testable on a hand-made dict. A figure that could not
+be read prints as "-"; a counter the server does not export (manifest conflicts on engines that
+do not count them) prints as "n/a", because "not counted" is not "none happened".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+LABEL_CHARS = 28
+CELL_CHARS = 11
+STORE_CLASSES = ("put", "cas", "get", "list", "delete")  # okuri.store.counting.CLASSES
+
+ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
+    ("messages/s end to end", lambda r: r["messages_per_s"], "{:.0f}"),
+    ("messages/s sent", lambda r: r["sent_messages_per_s"], "{:.0f}"),
+    ("SendMessageBatch req/s", lambda r: r["send_requests_per_s"], "{:.0f}"),
+    ("ReceiveMessage req/s", lambda r: r["receive_requests_per_s"], "{:.0f}"),
+    ("DeleteMessageBatch req/s", lambda r: r["delete_requests_per_s"], "{:.0f}"),
+    ("empty receives", lambda r: r["empty_receives"], "{:d}"),
+    ("send->receive p50 ms", lambda r: r["latency_ms"]["p50"], "{:.1f}"),
+    ("send->receive p99 ms", lambda r: r["latency_ms"]["p99"], "{:.1f}"),
+    ("server CPU % (all nodes)", lambda r: r["cpu"]["server_percent"], "{:.0f}"),
+    ("S3 server CPU %", lambda r: r["cpu"].get("store_percent"), "{:.0f}"),
+    ("load generator CPU %", lambda r: r["cpu"]["client_percent"], "{:.0f}"),
+    ("other processes' CPU %", lambda r: r["cpu"]["other_processes_percent"], "{:.0f}"),
+    ("messages per server CPU-s", lambda r: r["cpu"]["server_messages_per_cpu_s"], "{:.0f}"),
+    ("errors", lambda r: r["errors"], "{:d}"),
+    ("left in queue after drain", lambda r: r["drain"]["left_in_queue"], "{:d}"),
+)
+
+
+def cell(fmt: str, value: Any) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _store_cell(cls: str) -> Callable[[dict[str, Any]], str]:
+    return lambda node: cell("{:d}", (node.get("store_requests") or {}).get(cls))
+
+
+def _per_node_rows(run: dict[str, Any]) -> list[str]:
+    nodes = run.get("per_node") or []
+    if not nodes:
+        return []
+    head = f"okuri x{run['nodes']}, per node".ljust(LABEL_CHARS)
+    lines = [head + "".join(f"node {n['node']}".rjust(CELL_CHARS) for n in nodes)]
+
+    def row(label: str, get: Callable[[dict[str, Any]], str]) -> None:
+        lines.append(label.ljust(LABEL_CHARS) + "".join(get(n).rjust(CELL_CHARS) for n in nodes))
+
+    row("CPU %", lambda n: cell("{:.0f}", n.get("cpu_percent")))
+    row("manifest commits", lambda n: cell("{:d}", n.get("manifest_commits")))
+    row(
+        "manifest conflicts",
+        lambda n: "n/a" if n.get("manifest_conflicts") is None else str(n["manifest_conflicts"]),
+    )
+    classes = [c for c in STORE_CLASSES if any(c in (n.get("store_requests") or {}) for n in nodes)]
+    extra = sorted({c for n in nodes for c in n.get("store_requests") or {}} - set(classes))
+    for cls in [*classes, *extra]:
+        row(f"store {cls} requests", _store_cell(cls))
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    c = result["config"]
+    linger = "server default" if c["linger_ms"] is None else f"{c['linger_ms']} ms"
+    runs: list[dict[str, Any]] = result["okuri"]
+    moto = result["moto"]
+    columns = [(f"okuri x{r['nodes']}", r) for r in runs]
+    if moto:
+        columns.append(("moto", moto))
+    lines = [
+        f"okuri bench sqs: {c['producers']} producers x SendMessageBatch({c['batch_entries']}), "
+        f"{c['consumers']} consumers x ReceiveMessage({c['batch_entries']}, wait "
+        f"{c['wait_s']} s) + DeleteMessageBatch; {c['body_bytes']}-byte bodies; "
+        f"{c['client']} client",
+        f"warm-up {c['warmup_s']:g} s, window {c['seconds']:g} s, drain <= {c['drain_s']:g} s; "
+        f"backlog cap {c['backlog_max'] or 'none'}; okuri linger {linger}; store: {c['store']}",
+        "",
+        "".ljust(LABEL_CHARS) + "".join(name.rjust(CELL_CHARS) for name, _ in columns),
+    ]
+    for label, get, fmt in ROWS:
+        values = [get(figures) for _, figures in columns]
+        if all(v is None for v in values) and label == "S3 server CPU %":
+            continue
+        lines.append(
+            label.ljust(LABEL_CHARS) + "".join(cell(fmt, v).rjust(CELL_CHARS) for v in values)
+        )
+    lines.append("")
+    for run in runs:
+        per_node = _per_node_rows(run)
+        if per_node:
+            lines += [*per_node, ""]
+    for run in runs:
+        if run.get("ratio_to_moto") is not None:
+            lines.append(
+                f"okuri x{run['nodes']}/moto, messages/s end to end: {run['ratio_to_moto']:.2f}x"
+            )
+    for name, figures in columns:
+        if figures.get("first_error"):
+            lines.append(f"{name} first error: {figures['first_error']}")
+        server = figures.get("server") or {}
+        if server.get("exit_code") not in (0, None):
+            lines.append(f"{name} server exited {server['exit_code']}")
+    lines.append(
+        f"note: the load generator (one Python process) and the servers under test share this "
+        f"machine's {result['machine']['cpus']} CPUs; end-to-end rates are lower bounds for "
+        "dedicated servers. 'messages per server CPU-s' is what one server core could carry."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""What one root seed decides: the shape of a simulated run (swarm testing).
+
+Why apart from the run: a seed's configuration (node count, linger, fault rates, clock skew,
+workload mix) is a pure function of the seed, drawn before any node starts, and okuri/sim/runner.py
+prints it so a failure can be read before it is replayed. Every draw comes from a generator named
+after the seed, so one seed always gives one shape.
+
+Two workload shapes (okuri/sim/chaos.py and okuri/sim/steady.py run them). Most seeds are the
+*chaos* shape. One seed in `STEADY_SEED_EVERY` is the *steady* shape: the same faults, clocks
+and linger, on two to four nodes with producers pinned to some and consumers to the others, at
+a send rate set from what its consumers take on a healthy engine (`steady_capacity_per_s`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+
+from okuri import limits
+
+# The steady shape ("steady load, many nodes"). One seed in STEADY_SEED_EVERY is steady (50,
+# 250, 450, ...): three in the suite's 600, ten in `okuri dst --seeds 2000`. A steady seed runs
+# thousands of messages and costs as much as fifty to a hundred chaos seeds, so it is a share.
+# Its rate is set from its consumers, at STEADY_LOAD_SHARE of what they take on a healthy engine
+# (`steady_capacity_per_s`), so a cluster that falls behind says something about the engine.
+STEADY_SEED_EVERY = 200
+STEADY_SEED_OFFSET = 50
+STEADY_FAULT_PHASE_S = 8.0
+STEADY_PHASE_S = 10.0  # load goes on this long after the fault phase, faults off
+# The fault phase ends with the consumer nodes down this long (0: it does not), so the heal
+# brings them back to a backlog: catching up is where finding other nodes' slots is tested.
+STEADY_OUTAGE_S_CHOICES = (0.0, 2.0, 5.0)
+STEADY_LATENCY_MS_CHOICES = (20.0, 30.0, 40.0)  # medians; S3 answers in tens of milliseconds
+STEADY_CONSUMERS_PER_NODE_MAX = 12  # a worker pool
+STEADY_LOAD_SHARE = 0.5
+STEADY_RATE_PER_S_MAX = 600.0  # messages; a steady seed costs about a second per 400/s
+STEADY_BATCH_MESSAGES_CHOICES = (5, 10)  # SendMessageBatch; fewer calls, cheaper seeds
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    seed: int
+    nodes: int
+    linger_ms: int
+    latency_ms: float
+    p_transient: float
+    p_conflict: float
+    p_ambiguous: float
+    skew_ms_max: int
+    crash_every_s: float  # mean seconds between crashes across the cluster; 0 = never
+    producers: int
+    consumers: int
+    messages: int
+    visibility_s: int
+    max_receive_count: int | None
+    retention_s: int
+    purges: int
+    fault_phase_s: float
+    # The steady shape: producers on nodes [0, producer_nodes), consumers on the others; each
+    # producer sends `batches` batches of `batch_messages`, one every `batch_interval_s`.
+    steady: bool = False
+    producer_nodes: int = 0
+    batch_messages: int = 0
+    batch_interval_s: float = 0.0
+    batches: int = 0
+    steady_phase_s: float = 0.0
+    outage_s: float = 0.0  # the fault phase ends with the consumer nodes down this long
+
+    @property
+    def send_rate_per_s(self) -> float:
+        """The steady shape's nominal send rate across all producers (0 for the chaos shape)."""
+        if not self.steady:
+            return 0.0
+        return self.producers * self.batch_messages / self.batch_interval_s
+
+    @staticmethod
+    def from_seed(seed: int) -> SimConfig:
+        r = random.Random(f"config-{seed}")
+        chaos = SimConfig(
+            seed=seed,
+            nodes=r.choice([1, 2, 2, 3, 4]),
+            linger_ms=r.choice([5, 20, 100]),
+            latency_ms=r.choice([0.0, 5.0, 20.0]),
+            p_transient=r.choice([0.0, 0.01, 0.05]),
+            p_conflict=r.choice([0.0, 0.01, 0.05]),
+            p_ambiguous=r.choice([0.0, 0.01, 0.05]),
+            skew_ms_max=r.choice([0, 200, 3000]),
+            crash_every_s=r.choice([0.0, 5.0, 15.0]),
+            producers=r.randint(1, 3),
+            consumers=r.randint(1, 3),
+            messages=r.randint(40, 160),
+            visibility_s=r.randint(1, 4),
+            max_receive_count=r.choice([None, None, 2, 4]),
+            retention_s=r.choice([4 * 86400, 4 * 86400, 4 * 86400, 60]),
+            purges=r.choice([0, 0, 0, 1, 2]),
+            fault_phase_s=30.0,
+        )
+        if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
+            return chaos
+        # Drawn from a generator of its own, so the steady seeds keep the chaos seeds' faults,
+        # clocks and linger and every other seed keeps the shape it always had.
+        return chaos.steady_variant(random.Random(f"shape-{seed}"))
+
+    def steady_variant(self, shape: random.Random) -> SimConfig:
+        """This seed's faults, clocks and linger, with the steady workload on 2 to 4 nodes."""
+        nodes = shape.choice([2, 3, 3, 4, 4])
+        producer_nodes = shape.randint(1, nodes - 1)
+        consumer_nodes = nodes - producer_nodes
+        consumers = consumer_nodes * shape.randint(1, STEADY_CONSUMERS_PER_NODE_MAX)
+        producers = producer_nodes * shape.randint(1, 3)
+        batch_messages = shape.choice(STEADY_BATCH_MESSAGES_CHOICES)
+        latency_ms = shape.choice(STEADY_LATENCY_MS_CHOICES)
+        capacity = steady_capacity_per_s(consumers, consumer_nodes, self.linger_ms, latency_ms)
+        rate = min(STEADY_LOAD_SHARE * capacity, STEADY_RATE_PER_S_MAX)
+        interval = producers * batch_messages / rate
+        return dataclasses.replace(
+            self,
+            nodes=nodes,
+            latency_ms=latency_ms,
+            producers=producers,
+            consumers=consumers,
+            messages=0,
+            max_receive_count=None,
+            retention_s=4 * 86400,
+            purges=0,
+            fault_phase_s=STEADY_FAULT_PHASE_S,
+            steady=True,
+            producer_nodes=producer_nodes,
+            batch_messages=batch_messages,
+            batch_interval_s=interval,
+            batches=int((STEADY_FAULT_PHASE_S + STEADY_PHASE_S) / interval),
+            steady_phase_s=STEADY_PHASE_S,
+            outage_s=shape.choice(STEADY_OUTAGE_S_CHOICES),
+        )
+
+
+def steady_capacity_per_s(
+    consumers: int, consumer_nodes: int, linger_ms: int, latency_ms: float
+) -> float:
+    """What `consumers` well-behaved consumers on `consumer_nodes` nodes take on a healthy
+    engine, messages per second: the lesser of two limits.
+
+    - Each consumer loops receive(10) then delete. With leasing ahead (design.md), the receive
+      is served from the node's buffer after one manifest read, and the delete costs one commit:
+      a linger, a read and a CAS. So ten messages per linger plus three round trips.
+    - The manifest takes one CAS at a time, whichever node it comes from: one round trip for a
+      node alone on it (its cached copy is current), two where nodes contend (the loser reads
+      it again). One commit carries one node's window: about half its consumers' receives or
+      deletes, ten messages each.
+
+    Measured on an engine that keeps up, consumers do better than this; the workload sends at
+    `STEADY_LOAD_SHARE` of it.
+    """
+    per_consumer_s = (linger_ms + 3 * latency_ms) / 1000
+    looping = consumers * limits.receive_messages_max / per_consumer_s
+    commits_per_s = 1000 / ((1 if consumer_nodes == 1 else 2) * latency_ms)
+    per_commit = consumers / consumer_nodes * limits.receive_messages_max / 2
+    return min(looping, commits_per_s * per_commit)
