@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients
+.PHONY: serve test test-fast check lint install dst bench-cost bench-sqs bench-cluster record clients
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: lint clients
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
 check: test
+
+# The everyday tier: lint, types, unit tests and the simulator, no servers or SDK clients.
+test-fast: lint
+	$(BIN)/python -m pytest tests/unit tests/sim -q -p no:cacheprovider
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000

@@ -46,6 +46,8 @@ backoff_ms_base = 10
 backoff_ms_max = 2_000
 probe_segments_max = 256
 probe_parallel_max = 32  # slots read at once by one discovery round
+# A receive reads the slot log ahead, in the background, for this many batches like its own.
+discover_ahead_batches = 4
 # Adopted into the manifest beyond what a commit's leases take: enough that the next receives
 # find messages waiting, few enough that a deep backlog stays out of the manifest.
 adopt_margin_messages = 200

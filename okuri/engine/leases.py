@@ -58,6 +58,7 @@ class Receiver:
         self._signal = asyncio.Event()
         self._receive_calls: deque[float] = deque(maxlen=64)
         self._discovery: asyncio.Task[None] | None = None
+        self._prefetch: asyncio.Task[None] | None = None
         self.hold_s = max(limits.lease_ahead_hold_ms, 2 * linger_ms + 200) / 1000
 
     def notify(self) -> None:
@@ -132,14 +133,22 @@ class Receiver:
     async def _discover_for(self, max_messages: int) -> None:
         """Make sure the commit that leases `max_messages` can adopt them from the slot log.
 
-        Only this receive's own messages are looked for: leases ahead and the adoption margin
-        take what is already known, so a receive right after a send through this node (whose
-        segment is known here) costs no GET at all.
+        The receive waits only for its own messages, so one right after a send through this
+        node (whose segment is known here) costs no GET at all. Reading further ahead, for the
+        receives that follow (`limits.discover_ahead_batches`), goes on in the background.
         """
-        st = await self.manifest.current()
-        short = max_messages - counts(st, self.clock.now_ms()).visible
-        if short > 0:
-            await self.slots.discover(short, paced=True)
+        visible = counts(await self.manifest.current(), self.clock.now_ms()).visible
+        if max_messages > visible:
+            await self.slots.discover(max_messages - visible, paced=True)
+        ahead = limits.discover_ahead_batches * max_messages - visible
+        if ahead > 0 and (self._prefetch is None or self._prefetch.done()):
+            self._prefetch = self._tasks.spawn(self._discover_quietly(ahead))
+
+    async def _discover_quietly(self, want_messages: int) -> None:
+        try:
+            await self.slots.discover(want_messages, paced=True)
+        except (QueueDoesNotExist, Unavailable) as err:
+            log.debug("reading ahead in %s failed: %s", self.manifest.name, err)
 
     def _lease_ahead_target(self, max_messages: int) -> int:
         """Enough for every receive this node served within about one commit window.

@@ -73,7 +73,7 @@ class SlotLog:
         self.known: dict[int, Segment] = {}
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
-        self.last_probe_found = True
+        self.last_probe_ended = False  # the last read round met an empty slot
         self.producer: Batcher[Message, int] = Batcher(
             clock,
             linger_ms,
@@ -248,16 +248,17 @@ class SlotLog:
         """Know an unbroken run of slots from the cursor holding `want_messages`, reading slots
         until then or until an empty one; how many slots became known.
 
-        `paced`: an empty read is not repeated within the minimum poll interval.
+        `paced`: no read within the minimum poll interval after one that met the end of the
+        log (a receive woken by the discovery loop uses what that loop has just read).
         """
         st = await self.manifest.current()
         inc = st.incarnation
         head, have, found = self._known_run(st)
         waited = self.clock.monotonic_s() - self.last_probe_s
-        if paced and not self.last_probe_found and waited < limits.poll_ms_min / 1000:
+        if paced and self.last_probe_ended and waited < limits.poll_ms_min / 1000:
             return self._found(found)
         self.last_probe_s = self.clock.monotonic_s()
-        reads = 0
+        reads, ended = 0, False
         while have < max(want_messages, 1) and reads < limits.probe_segments_max:
             width = min(self._width, limits.probe_segments_max - reads)
             segs = await asyncio.gather(*(self.read_slot(inc, head + i) for i in range(width)))
@@ -274,9 +275,10 @@ class SlotLog:
             self._stats["discovery_rounds"] += 1
             if got < width:
                 self._width = max(1, got)
+                ended = True
                 break
             self._width = min(self._width * 2, limits.probe_parallel_max)
-        self.last_probe_found = found > 0
+        self.last_probe_ended = ended
         return self._found(found)
 
     def _found(self, found: int) -> int:

@@ -73,8 +73,9 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
         return grants
 
     monkeypatch.setattr(Receiver, "_still_ours", trusting)
-    caught = [s for s in range(60) if not run_seed(s).ok]
-    assert caught, "the checkers missed deliveries after an ack"
+    # About one seed in twenty meets the race (a fast-clock node re-leasing and acking a message
+    # another node holds ahead): 150 seeds miss it with odds of about 1 in 5,000.
+    assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
 
 
 def test_dst_command_replays_one_seed_and_runs_many(capsys: pytest.CaptureFixture[str]) -> None:
