@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
-ALGORITHM: Final = "AWS4-HMAC-SHA256"
+from okuri.sqs.sigv4 import ALGORITHM, TERMINATOR, signing_key
+
 SERVICE: Final = "sqs"
-TERMINATOR: Final = "aws4_request"
 CONTENT_TYPE: Final = "application/x-amz-json-1.0"
 TARGET_PREFIX: Final = "AmazonSQS."
 SIGNED_HEADERS: Final = "content-type;host;x-amz-date;x-amz-target"
@@ -71,10 +71,7 @@ class Signer:
 
     def _signing_key(self, day: str) -> bytes:
         if day != self._day:
-            key = hmac.new(f"AWS4{self._secret}".encode(), day.encode(), hashlib.sha256).digest()
-            for part in (self.region, SERVICE, TERMINATOR):
-                key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-            self._day, self._key = day, key
+            self._day, self._key = day, signing_key(self._secret, day, self.region, SERVICE)
             self._scope = f"{day}/{self.region}/{SERVICE}/{TERMINATOR}"
         return self._key
 

@@ -72,7 +72,7 @@ class Engine:
         validate_queue_name(name)
         attrs = attrs or QueueAttrs()
         st = await self.runtime(name).create(attrs)
-        if st.attrs != attrs:  # ours, or one that was there, the same or not
+        if st.attrs != attrs:  # the queue was already there, with other attributes
             raise QueueAlreadyExists(
                 f"A queue named {name!r} already exists with different attributes"
             )

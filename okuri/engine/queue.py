@@ -180,8 +180,7 @@ class Queue:
     async def purge(self) -> None:
         st = await self.refresh()
         head = await self.slots.find_head(st.incarnation, st.next_seq)
-        await self.manifest.commit([Purge(head)])
-        self.slots.known.clear()
+        await self.manifest.commit([Purge(head)])  # its install drops the slots it skipped
         self.receiver.reset()
         self.tasks.spawn(self.sweep_quietly())  # the slots the purge skipped
 
@@ -194,7 +193,7 @@ class Queue:
         cutoff = now - st.attrs.retention_s * 1000
         visible = delayed = 0
         for seq in range(st.next_seq, st.next_seq + limits.count_probe_segments_max):
-            seg = self.slots.known.get(seq) or await self.slots.read_slot(st.incarnation, seq)
+            seg = await self.slots.read_slot(st.incarnation, seq)
             if seg is None:
                 break
             for m in seg.messages:

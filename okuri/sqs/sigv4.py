@@ -179,7 +179,7 @@ def verify(
         )
     )
     scope = f"{auth.date_stamp}/{auth.region}/{service}/{TERMINATOR}"
-    key = _signing_key(secret, auth.date_stamp, auth.region, service)
+    key = signing_key(secret, auth.date_stamp, auth.region, service)
     given = auth.signature.encode("ascii")
     for payload_hash in _payload_hashes(headers, auth_params, request.body, presigned):
         canonical = (canonical_head + payload_hash).encode("utf-8", "surrogateescape")
@@ -512,7 +512,8 @@ def _payload_hashes(
 
 
 @lru_cache(maxsize=signing_keys_max)
-def _signing_key(secret: str, date_stamp: str, region: str, service: str) -> bytes:
+def signing_key(secret: str, date_stamp: str, region: str, service: str) -> bytes:
+    """SigV4's derived key for a day, region and service (cached: one derivation a day)."""
     key = hmac.new(f"AWS4{secret}".encode(), date_stamp.encode(), hashlib.sha256).digest()
     for part in (region, service, TERMINATOR):
         key = hmac.new(key, part.encode("utf-8", "surrogateescape"), hashlib.sha256).digest()

@@ -646,10 +646,10 @@ def test_absurd_paths_and_queries_are_refused() -> None:
 
 
 def test_signing_key_cache_stays_bounded() -> None:
-    sigv4._signing_key.cache_clear()
+    sigv4.signing_key.cache_clear()
     for i in range(sigv4.signing_keys_max + 20):
         assert accepted(json_post(region=f"region-{i}")) == KEY_ID
-    info = sigv4._signing_key.cache_info()
+    info = sigv4.signing_key.cache_info()
     assert info.maxsize == sigv4.signing_keys_max
     assert info.currsize == sigv4.signing_keys_max
     assert accepted(json_post(region="region-0")) == KEY_ID  # evicted, recomputed, still right
