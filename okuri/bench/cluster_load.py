@@ -138,14 +138,18 @@ class Load:
                 _failed(caller, "ReceiveMessage", err)
                 continue
             messages = [
-                (str(m.get("Body", "")).split(" ", 1)[0], str(m["ReceiptHandle"]))
+                (
+                    str(m.get("Body", "")).split(" ", 1)[0],
+                    str(m.get("MessageId", "")),
+                    str(m["ReceiptHandle"]),
+                )
                 for m in answer.get("Messages") or ()
             ]
             if not messages:
                 continue
             caller.tally.messages[(node, "received")] += len(messages)
             self.ledger.delivered(messages, sent_s, node)
-            entries = [{"Id": str(i), "ReceiptHandle": r} for i, (_, r) in enumerate(messages)]
+            entries = [{"Id": str(i), "ReceiptHandle": r} for i, (_, _, r) in enumerate(messages)]
             deleted = self._batch(caller, "DeleteMessageBatch", entries, messages, "deleted")
             if deleted is None:
                 continue  # the messages come back after their visibility timeout

@@ -14,7 +14,9 @@ it was certain from the client's side:
 Two checks: every acknowledged send is delivered at least once (0 lost), and no message is
 delivered by a ReceiveMessage sent after a delete of it had answered Successful (t > d: 0
 deliveries after delete). Redeliveries before a delete are allowed (at-least-once), and so are
-duplicates of a send whose answer was lost and which was sent again.
+duplicates of a send whose answer was lost and which was sent again: a send is known by the id
+in its body, a message by its SQS MessageId, and a resent body may be a second message, which
+its own receive may deliver after the first one's delete.
 
 Thread-safe (one lock; the load calls in from many threads). Memory grows with the messages and
 deliveries of a run, which the load bounds by count (`messages_max`) and time.
@@ -49,12 +51,14 @@ def receipt_epoch(handle: str) -> int | None:
 class Event:
     at_s: float
     node: int
+    message_id: str  # the SQS MessageId: a send resent after a lost answer is another message
     receipt: str
 
     def describe(self, start_s: float) -> dict[str, Any]:
         return {
             "at_s": round(self.at_s - start_s, 3),
             "node": self.node,
+            "message_id": self.message_id,
             "epoch": receipt_epoch(self.receipt),
         }
 
@@ -100,8 +104,10 @@ class Ledger:
         self._lock = threading.Lock()
         self._acked: dict[str, float] = {}
         self._undelivered: set[str] = set()  # acknowledged, not yet delivered
-        self._deliveries: dict[str, list[Event]] = {}
-        self._deleted: dict[str, Event] = {}  # the earliest Successful delete answer
+        self._deliveries: dict[str, list[Event]] = {}  # by body id
+        # by SQS MessageId: the earliest Successful delete answer, and the body id it carries
+        self._deleted: dict[str, tuple[str, Event]] = {}
+        self._deleted_ids: set[str] = set()
 
     def acknowledged(self, ids: Iterable[str], at_s: float) -> None:
         with self._lock:
@@ -112,20 +118,28 @@ class Ledger:
                 if message_id not in self._deliveries:
                     self._undelivered.add(message_id)
 
-    def delivered(self, messages: Iterable[tuple[str, str]], sent_s: float, node: int) -> None:
-        """`messages` are (id, receipt handle) from one ReceiveMessage sent at `sent_s`."""
+    def delivered(
+        self, messages: Iterable[tuple[str, str, str]], sent_s: float, node: int
+    ) -> None:
+        """`messages` are (body id, MessageId, receipt handle) from one ReceiveMessage sent at
+        `sent_s`."""
         with self._lock:
-            for message_id, receipt in messages:
-                self._deliveries.setdefault(message_id, []).append(Event(sent_s, node, receipt))
-                self._undelivered.discard(message_id)
+            for body_id, sqs_id, receipt in messages:
+                event = Event(sent_s, node, sqs_id, receipt)
+                self._deliveries.setdefault(body_id, []).append(event)
+                self._undelivered.discard(body_id)
 
-    def deleted(self, messages: Iterable[tuple[str, str]], answered_s: float, node: int) -> None:
-        """`messages` are (id, receipt handle) a delete answer listed as Successful."""
+    def deleted(
+        self, messages: Iterable[tuple[str, str, str]], answered_s: float, node: int
+    ) -> None:
+        """`messages` are (body id, MessageId, receipt handle) a delete answer listed as
+        Successful."""
         with self._lock:
-            for message_id, receipt in messages:
-                known = self._deleted.get(message_id)
-                if known is None or answered_s < known.at_s:
-                    self._deleted[message_id] = Event(answered_s, node, receipt)
+            for body_id, sqs_id, receipt in messages:
+                known = self._deleted.get(sqs_id)
+                if known is None or answered_s < known[1].at_s:
+                    self._deleted[sqs_id] = (body_id, Event(answered_s, node, sqs_id, receipt))
+                self._deleted_ids.add(body_id)
 
     @property
     def outstanding(self) -> int:
@@ -137,7 +151,7 @@ class Ledger:
     def backlog(self) -> int:
         """Acknowledged sends not deleted yet (approximate while sends are in flight)."""
         with self._lock:
-            return max(0, len(self._acked) - len(self._deleted))
+            return max(0, len(self._acked) - len(self._deleted_ids))
 
     @property
     def acknowledged_count(self) -> int:
@@ -148,16 +162,16 @@ class Ledger:
         with self._lock:
             lost = sorted(self._undelivered)
             after: list[tuple[str, int]] = []
-            for message_id, delete in self._deleted.items():
-                late = sum(1 for d in self._deliveries.get(message_id, ()) if d.at_s > delete.at_s)
+            for body_id, deliveries in self._deliveries.items():
+                late = sum(1 for d in deliveries if self._after_delete(d))
                 if late:
-                    after.append((message_id, late))
+                    after.append((body_id, late))
             examples = [self._timeline(message_id) for message_id, _ in after[:EXAMPLES_MAX]]
             return Verdict(
                 acknowledged=len(self._acked),
                 delivered=len(self._deliveries),
                 deliveries=sum(len(d) for d in self._deliveries.values()),
-                deleted=len(self._deleted),
+                deleted=len(self._deleted_ids),
                 lost=len(lost),
                 after_delete=sum(n for _, n in after),
                 delivered_unacknowledged=sum(1 for m in self._deliveries if m not in self._acked),
@@ -165,17 +179,23 @@ class Ledger:
                 after_delete_examples=examples,
             )
 
-    def _timeline(self, message_id: str) -> dict[str, Any]:
-        acked = self._acked.get(message_id)
+    def _after_delete(self, d: Event) -> bool:
+        """Was this delivery's ReceiveMessage sent after a delete of the same message answered?"""
+        delete = self._deleted.get(d.message_id)
+        return delete is not None and d.at_s > delete[1].at_s
+
+    def _timeline(self, body_id: str) -> dict[str, Any]:
+        acked = self._acked.get(body_id)
+        deliveries = self._deliveries.get(body_id, [])
+        deletes = [
+            self._deleted[d.message_id][1] for d in deliveries if d.message_id in self._deleted
+        ]
         return {
-            "id": message_id,
+            "id": body_id,
             "acknowledged_at_s": None if acked is None else round(acked - self.start_s, 3),
-            "deleted": self._deleted[message_id].describe(self.start_s),
+            "deleted": min(deletes, key=lambda e: e.at_s).describe(self.start_s),
             "deliveries": [
-                {
-                    **d.describe(self.start_s),
-                    "after_delete": d.at_s > self._deleted[message_id].at_s,
-                }
-                for d in self._deliveries.get(message_id, ())
+                {**d.describe(self.start_s), "after_delete": self._after_delete(d)}
+                for d in deliveries
             ],
         }

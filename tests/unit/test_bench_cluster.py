@@ -34,10 +34,11 @@ def receipt(epoch: int) -> str:
 def test_a_redelivery_before_the_delete_is_allowed_and_nothing_is_lost() -> None:
     ledger = Ledger(start_s=100.0)
     ledger.acknowledged(["a", "b"], 100.1)
-    ledger.delivered([("a", receipt(1)), ("b", receipt(1))], 100.2, node=0)
-    ledger.delivered([("a", receipt(2))], 111.0, node=1)  # visibility ran out: at-least-once
-    ledger.deleted([("a", receipt(2)), ("b", receipt(1))], 111.5, node=2)
-    ledger.delivered([("a", receipt(3))], 111.4, node=0)  # sent before the delete answered
+    ledger.delivered([("a", "sqs-a", receipt(1)), ("b", "sqs-b", receipt(1))], 100.2, node=0)
+    # visibility ran out: at-least-once
+    ledger.delivered([("a", "sqs-a", receipt(2))], 111.0, node=1)
+    ledger.deleted([("a", "sqs-a", receipt(2)), ("b", "sqs-b", receipt(1))], 111.5, node=2)
+    ledger.delivered([("a", "sqs-a", receipt(3))], 111.4, node=0)  # sent before the delete answered
     verdict = ledger.verdict()
     assert verdict.ok
     assert (verdict.acknowledged, verdict.delivered, verdict.deliveries) == (2, 2, 4)
@@ -47,14 +48,14 @@ def test_a_redelivery_before_the_delete_is_allowed_and_nothing_is_lost() -> None
 def test_a_receive_sent_after_a_delete_answered_that_delivers_it_again_fails_the_check() -> None:
     ledger = Ledger(start_s=10.0)
     ledger.acknowledged(["m"], 10.5)
-    ledger.delivered([("m", receipt(1))], 11.0, node=2)
-    ledger.deleted([("m", receipt(1))], 11.2, node=2)
-    ledger.delivered([("m", receipt(1))], 11.3, node=1)
+    ledger.delivered([("m", "sqs-m", receipt(1))], 11.0, node=2)
+    ledger.deleted([("m", "sqs-m", receipt(1))], 11.2, node=2)
+    ledger.delivered([("m", "sqs-m", receipt(1))], 11.3, node=1)
     verdict = ledger.verdict()
     assert not verdict.ok and verdict.after_delete == 1 and verdict.lost == 0
     [example] = verdict.after_delete_examples
     assert example["id"] == "m" and example["acknowledged_at_s"] == 0.5
-    assert example["deleted"] == {"at_s": 1.2, "node": 2, "epoch": 1}
+    assert example["deleted"] == {"at_s": 1.2, "node": 2, "message_id": "sqs-m", "epoch": 1}
     assert [(d["node"], d["epoch"], d["after_delete"]) for d in example["deliveries"]] == [
         (2, 1, False),
         (1, 1, True),
@@ -63,9 +64,11 @@ def test_a_receive_sent_after_a_delete_answered_that_delivers_it_again_fails_the
 
 def test_an_acknowledged_send_never_delivered_is_lost_and_an_unacknowledged_one_is_not() -> None:
     ledger = Ledger(start_s=0.0)
-    ledger.delivered([("early", receipt(1))], 0.1, node=0)  # its ack is recorded after it
+    # its ack is recorded after it
+    ledger.delivered([("early", "sqs-early", receipt(1))], 0.1, node=0)
     ledger.acknowledged(["early", "lost"], 0.2)
-    ledger.delivered([("retried", receipt(1))], 0.3, node=0)  # its answer was lost: never acked
+    # its answer was lost: never acked
+    ledger.delivered([("retried", "sqs-retried", receipt(1))], 0.3, node=0)
     assert ledger.outstanding == 1
     verdict = ledger.verdict()
     assert verdict.lost == 1 and verdict.lost_examples == ["lost"]
@@ -76,10 +79,24 @@ def test_an_acknowledged_send_never_delivered_is_lost_and_an_unacknowledged_one_
 def test_the_earliest_successful_delete_is_the_one_judged() -> None:
     ledger = Ledger(start_s=0.0)
     ledger.acknowledged(["m"], 0.0)
-    ledger.delivered([("m", receipt(1))], 1.0, node=0)
-    ledger.deleted([("m", receipt(1))], 3.0, node=1)
-    ledger.deleted([("m", receipt(1))], 2.0, node=0)  # a retry's answer, read earlier
-    ledger.delivered([("m", receipt(2))], 2.5, node=0)
+    ledger.delivered([("m", "sqs-m", receipt(1))], 1.0, node=0)
+    ledger.deleted([("m", "sqs-m", receipt(1))], 3.0, node=1)
+    ledger.deleted([("m", "sqs-m", receipt(1))], 2.0, node=0)  # a retry's answer, read earlier
+    ledger.delivered([("m", "sqs-m", receipt(2))], 2.5, node=0)
+    assert ledger.verdict().after_delete == 1
+
+
+def test_a_resent_send_is_another_message_that_may_come_after_the_first_ones_delete() -> None:
+    """A send whose answer was lost is sent again: the body is the same, the message is not."""
+    ledger = Ledger(start_s=0.0)
+    ledger.acknowledged(["m"], 1.0)
+    ledger.delivered([("m", "sqs-first", receipt(1))], 2.0, node=0)
+    ledger.deleted([("m", "sqs-first", receipt(1))], 2.5, node=0)
+    ledger.delivered([("m", "sqs-second", receipt(1))], 3.0, node=1)
+    ledger.deleted([("m", "sqs-second", receipt(1))], 3.5, node=1)
+    verdict = ledger.verdict()
+    assert verdict.ok and verdict.after_delete == 0 and verdict.redeliveries == 1
+    ledger.delivered([("m", "sqs-first", receipt(2))], 4.0, node=2)
     assert ledger.verdict().after_delete == 1
 
 
