@@ -46,6 +46,8 @@ class NodeCounters:
             "manifest_commits": int(commits or 0),
             "manifest_conflicts": None if conflicts is None else int(conflicts),
             "store_requests": {k: int(v) for k, v in sorted(self.store.items())},
+            # Everything else the engine counts, for --json readers digging into one run.
+            "engine_events": {k: int(v) for k, v in sorted(self.events.items())},
         }
 
 

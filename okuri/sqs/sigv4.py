@@ -351,6 +351,7 @@ def _build_auth(
     )
 
 
+@lru_cache(maxsize=64)  # a client signs with one date per second: parse each once
 def _parse_amz_date(value: str) -> tuple[str, int]:
     value = value.strip()
     try:
