@@ -30,6 +30,7 @@ log = logging.getLogger("okuri.sqs")
 
 AWS_JSON = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AmazonSQS."
+UNKNOWN_OPERATION = "UnknownOperationException"
 # Ten 1 MiB entries would exceed SQS's batch limit anyway; base64 attributes and JSON escaping
 # can double a body, so allow that much before refusing to read further.
 
@@ -103,6 +104,15 @@ class SqsHttp:
                     body=orjson.dumps({"service": "okuri", "version": __version__}),
                     content_type="application/json",
                 )
+            if (
+                request.method in ("GET", "HEAD")
+                and "X-Amz-Target" not in request.headers
+                and "Action" not in request.rel_url.query
+            ):
+                # SQS answers a GET naming no action with a bare 404 document, before it looks
+                # at the signature (recorded).
+                self._count(action, UNKNOWN_OPERATION)
+                return _respond_xml(404, f"<{UNKNOWN_OPERATION}/>".encode(), request_id)
             is_query = query.is_query(
                 request.method,
                 request.content_type,
@@ -161,6 +171,8 @@ class SqsHttp:
         if not action:
             raise SqsError("MissingAction", "The request must contain the parameter Action.")
         self._check_action(action)
+        if action in query.SERVICE_ACTIONS and query.queue_path(request.path):
+            raise SqsError("InvalidAction", f"The action {action} is not valid for this endpoint.")
         base = self.actions.public_url or f"{request.scheme}://{request.host}"
         return action, query.decode(action, pairs, request.path, base)
 

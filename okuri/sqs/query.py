@@ -68,6 +68,9 @@ NO_RESULT = frozenset(
         "UntagQueue",
     }
 )
+# Actions that address the service rather than a queue: SQS refuses them sent to a queue's URL
+# with InvalidAction (recorded), while every other action may be (GetQueueUrl too, recorded).
+SERVICE_ACTIONS = frozenset({"CreateQueue", "ListQueues"})
 BATCH_ACTIONS = frozenset(
     action for action, (members, _) in ACTIONS.items() if "Entries" in members
 )
@@ -168,13 +171,20 @@ def _map(node: Any, name: str, key_name: str, value_name: str) -> dict[str, Any]
     return out
 
 
+def queue_path(path: str) -> bool:
+    """Whether a request path is a queue's (`/<account>/<queue>`) rather than the service's."""
+    return path.strip("/").count("/") == 1
+
+
 def decode(
     action: str, pairs: Iterable[tuple[str, str]], path: str, base_url: str
 ) -> dict[str, Any]:
     """The JSON members a query request stands for.
 
     Old clients address a queue by posting to its URL rather than passing QueueUrl; that URL is
-    then the QueueUrl.
+    then the QueueUrl of an action that takes one. Other actions sent there (GetQueueUrl, the
+    move-task actions) are served as if sent to the service; the caller refuses
+    SERVICE_ACTIONS on a queue's URL before decoding.
     """
     tree = _tree(pairs)
     for name in ENVELOPE:
@@ -185,7 +195,7 @@ def decode(
         params.setdefault("Entries", [])  # an empty list may be left out: EmptyBatchRequest
     if action == "CreateQueue" and "Tags" in params:
         params["tags"] = params.pop("Tags")  # the one action whose JSON member is lower-case
-    if "QueueUrl" not in params and path.strip("/").count("/") == 1:
+    if "QueueUrl" not in params and "QueueUrl" in ACTIONS[action][0] and queue_path(path):
         params["QueueUrl"] = base_url.rstrip("/") + "/" + path.strip("/")
     return params
 
@@ -241,10 +251,15 @@ def _render(name: str, value: Any, out: list[str], successful: str) -> None:
 def response(action: str, result: Mapping[str, Any], request_id: str) -> bytes:
     out = ['<?xml version="1.0"?>', f'<{action}Response xmlns="{XMLNS}">']
     if action not in NO_RESULT:
-        out.append(f"<{action}Result>")
+        members: list[str] = []
         for name, value in result.items():
-            _render(name, value, out, f"{action}ResultEntry")
-        out.append(f"</{action}Result>")
+            _render(name, value, members, f"{action}ResultEntry")
+        # An empty result is one empty element, as SQS sends it (`<ReceiveMessageResult/>`).
+        out += (
+            [f"<{action}Result>", *members, f"</{action}Result>"]
+            if members
+            else [f"<{action}Result/>"]
+        )
     out.append(f"<ResponseMetadata><RequestId>{_escape(request_id)}</RequestId></ResponseMetadata>")
     out.append(f"</{action}Response>")
     return "".join(out).encode()

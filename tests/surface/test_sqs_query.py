@@ -273,10 +273,54 @@ def test_a_request_posted_to_the_queue_url_names_that_queue(sqs_server: ServerPr
     assert got == {"ApproximateNumberOfMessages": "1"}
 
 
+def test_query_calls_on_a_queue_url_answer_as_sqs_does(sqs_server: ServerProcess) -> None:
+    url = create(sqs_server, "qp-on-url")
+    other = create(sqs_server, "qp-on-url-other")
+    path = urllib.parse.urlsplit(url).path
+    for method in ("GET", "POST"):
+        # GetQueueUrl takes no QueueUrl: the path's queue is not forced on it, and it may name
+        # another queue (recorded).
+        for name, expected in (("qp-on-url", url), ("qp-on-url-other", other)):
+            found = ok(
+                send(sqs_server, {"Action": "GetQueueUrl", "QueueName": name}, method, path),
+                "GetQueueUrl",
+            )
+            assert found.findtext("s:QueueUrl", namespaces=NS) == expected
+        for action in ("CreateQueue", "ListQueues"):
+            refused = send(sqs_server, {"Action": action, "QueueName": "qp-x"}, method, path)
+            message = error(refused, 400, "InvalidAction")
+            assert message == f"The action {action} is not valid for this endpoint."
+    assert sqs_server.sqs_client().list_queues(QueueNamePrefix="qp-x").get("QueueUrls") is None
+
+    empty = send(sqs_server, {"Action": "ReceiveMessage"}, "GET", path)
+    ok(empty, "ReceiveMessage")
+    assert "<ReceiveMessageResult/>" in empty.text
+    ok(
+        send(sqs_server, {"Action": "SendMessage", "MessageBody": "on url"}, "GET", path),
+        "SendMessage",
+    )
+    [message] = receive(sqs_server, url)
+    assert message.findtext("s:Body", namespaces=NS) == "on url"
+
+
+@pytest.mark.parametrize("sign", [True, False])
+def test_a_get_naming_no_action_is_an_unknown_operation(
+    sqs_server: ServerProcess, sign: bool
+) -> None:
+    path = urllib.parse.urlsplit(create(sqs_server, "qp-no-action")).path
+    for target, params in (
+        (path, {}),
+        (path, {"QueueName": "q"}),
+        ("/", {"Version": "2012-11-05"}),
+    ):
+        answer = send(sqs_server, params, "GET", target, sign=sign)
+        assert (answer.status, answer.text) == (404, "<UnknownOperationException/>")
+    assert sqs_server.request("GET", "/").status == 200  # the service banner stays
+
+
 @pytest.mark.parametrize(
     ("params", "status", "code"),
     [
-        ({"Version": "2012-11-05"}, 400, "MissingAction"),
         ({"Action": "Frobnicate"}, 400, "InvalidAction"),
         (
             {"Action": "AddPermission", "QueueUrl": "x"},
@@ -296,6 +340,10 @@ def test_bad_requests_get_xml_errors(
 ) -> None:
     for method in ("POST", "GET"):
         error(send(sqs_server, params, method), status, code)
+
+
+def test_a_form_naming_no_action_is_missing_its_action(sqs_server: ServerProcess) -> None:
+    error(send(sqs_server, {"Version": "2012-11-05"}), 400, "MissingAction")
 
 
 @pytest.mark.parametrize(
