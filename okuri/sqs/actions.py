@@ -27,7 +27,13 @@ from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sqs import messages as msg
 from okuri.sqs import move_tasks, paging, tags
 from okuri.sqs import queue_attributes as qa
-from okuri.sqs.errors import SqsError, from_okuri, invalid, queue_does_not_exist
+from okuri.sqs.errors import (
+    SqsError,
+    from_okuri,
+    invalid,
+    queue_does_not_exist,
+    queue_name_exists,
+)
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COUNT_ATTRIBUTES = frozenset(
@@ -131,7 +137,7 @@ class SqsActions:
         if existing is not None:
             conflict = qa.create_conflict(given, existing.attrs)
             if conflict is not None:
-                raise SqsError("QueueNameExists", conflict)
+                raise queue_name_exists(conflict)
             return {"QueueUrl": self.queue_url(name, host)}
         try:
             await self.engine.create_queue(name, attrs)

@@ -3,7 +3,13 @@
 Every error leaves as HTTP 4xx/5xx with body {"__type": "com.amazonaws.sqs#<Shape>", "message": ...}
 and the header `x-amzn-query-error: <legacy code>;<Sender|Receiver>`. botocore (and the other
 SDKs) pick the exception class from the shape name and report the legacy code as the error
-code, exactly as they do against SQS itself.
+code, exactly as they do against SQS itself: botocore reads `Error.Code` from the header and
+keeps the shape name as `Error.QueryErrorCode`, so `e.response["Error"]["Code"]` is the legacy
+code whichever shape name the body carries.
+
+An error is named here by its query-protocol code (`code`, e.g. InvalidParameterValue); the
+SQS API model's shape names the modelled errors alike, and the two generic validation errors
+SQS sends under other JSON names (`JSON_TYPES`, recorded from SQS).
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ LEGACY_CODES = {
     "UnsupportedOperation": "AWS.SimpleQueueService.UnsupportedOperation",
     "ResourceNotFoundException": "ResourceNotFoundException",  # not namespaced (recorded)
 }
+# Query code -> the `__type` shape name SQS sends for it over JSON, where the two differ.
+JSON_TYPES = {
+    "InvalidParameterValue": "InvalidParameterValueException",
+    "MissingParameter": "MissingRequiredParameterException",
+}
 
 
 @dataclass
@@ -39,6 +50,7 @@ class SqsError(Exception):
     message: str
     status: int = 400
     sender_fault: bool = True
+    query_message: str | None = None  # where the query protocol's text differs (recorded)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -52,7 +64,8 @@ class SqsError(Exception):
         return f"{self.legacy_code};{'Sender' if self.sender_fault else 'Receiver'}"
 
     def body(self) -> dict[str, str]:
-        return {"__type": f"com.amazonaws.sqs#{self.code}", "message": self.message}
+        shape = JSON_TYPES.get(self.code, self.code)
+        return {"__type": f"com.amazonaws.sqs#{shape}", "message": self.message}
 
 
 def invalid(message: str) -> SqsError:
@@ -64,7 +77,17 @@ def missing(parameter: str) -> SqsError:
 
 
 def queue_does_not_exist() -> SqsError:
-    return SqsError("QueueDoesNotExist", "The specified queue does not exist.")
+    text = "The specified queue does not exist"
+    return SqsError("QueueDoesNotExist", f"{text}.", query_message=f"{text} for this wsdl version.")
+
+
+def queue_name_exists(attribute: str) -> SqsError:
+    """CreateQueue naming an existing queue with another value for `attribute` (SQS's text)."""
+    return SqsError(
+        "QueueNameExists",
+        "A queue already exists with the same name and a different value for attribute "
+        + attribute,
+    )
 
 
 def resource_not_found(message: str) -> SqsError:
@@ -80,7 +103,7 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
         case errors.QueueDoesNotExist():
             return queue_does_not_exist()
         case errors.QueueAlreadyExists():
-            return SqsError(
+            return SqsError(  # lost a race: which attribute differs is not known here
                 "QueueNameExists",
                 "A queue already exists with the same name and a different value for attribute(s).",
             )

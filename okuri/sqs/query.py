@@ -269,6 +269,7 @@ def error_response(err: SqsError, request_id: str) -> bytes:
     kind = "Sender" if err.sender_fault else "Receiver"
     return (
         f'<?xml version="1.0"?><ErrorResponse xmlns="{XMLNS}"><Error><Type>{kind}</Type>'
-        f"<Code>{_escape(err.legacy_code)}</Code><Message>{_escape(err.message)}</Message>"
+        f"<Code>{_escape(err.legacy_code)}</Code>"
+        f"<Message>{_escape(err.query_message or err.message)}</Message>"
         f"<Detail/></Error><RequestId>{_escape(request_id)}</RequestId></ErrorResponse>"
     ).encode()

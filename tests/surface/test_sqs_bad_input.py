@@ -154,7 +154,8 @@ def case(
 
 
 def invalid(name: str, action: str, body: Any) -> Any:
-    return case(name, action, body, 400, "InvalidParameterValue")
+    # SQS's JSON name for its generic validation error; the query code stays (recorded).
+    return case(name, action, body, 400, "InvalidParameterValueException", "InvalidParameterValue")
 
 
 def serialization(name: str, action: str, body: Any) -> Any:
@@ -162,7 +163,7 @@ def serialization(name: str, action: str, body: Any) -> Any:
 
 
 def missing(name: str, action: str, body: Any) -> Any:
-    return case(name, action, body, 400, "MissingParameter")
+    return case(name, action, body, 400, "MissingRequiredParameterException", "MissingParameter")
 
 
 def no_queue(name: str, action: str, body: Any) -> Any:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from okuri import errors
-from okuri.sqs.errors import SqsError, from_okuri, invalid, missing, queue_does_not_exist
+from okuri.sqs.errors import (
+    JSON_TYPES,
+    SqsError,
+    from_okuri,
+    invalid,
+    missing,
+    queue_does_not_exist,
+)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +59,8 @@ def test_each_engine_error_has_its_sqs_shape(
 ) -> None:
     sqs = from_okuri(err)
     assert (sqs.code, sqs.legacy_code, sqs.status) == (shape, legacy, status)
-    assert sqs.body() == {"__type": f"com.amazonaws.sqs#{shape}", "message": sqs.message}
+    json_shape = JSON_TYPES.get(shape, shape)
+    assert sqs.body() == {"__type": f"com.amazonaws.sqs#{json_shape}", "message": sqs.message}
     assert sqs.query_error == f"{legacy};{'Sender' if status < 500 else 'Receiver'}"
     assert sqs.message
 
@@ -62,3 +70,17 @@ def test_helpers_build_sqs_shaped_errors() -> None:
     assert missing("QueueUrl").message == "The request must contain the parameter QueueUrl."
     assert queue_does_not_exist().legacy_code == "AWS.SimpleQueueService.NonExistentQueue"
     assert str(SqsError("A", "b")) == "A: b"
+
+
+def test_generic_validation_errors_carry_sqs_json_names_and_query_codes() -> None:
+    bad, absent = invalid("Value x is bad."), missing("QueueUrl")
+    assert bad.body()["__type"] == "com.amazonaws.sqs#InvalidParameterValueException"
+    assert bad.query_error == "InvalidParameterValue;Sender"
+    assert absent.body()["__type"] == "com.amazonaws.sqs#MissingRequiredParameterException"
+    assert absent.query_error == "MissingParameter;Sender"
+
+
+def test_a_missing_queue_reads_as_sqs_words_it_on_each_protocol() -> None:
+    gone = queue_does_not_exist()
+    assert gone.body()["message"] == "The specified queue does not exist."
+    assert gone.query_message == "The specified queue does not exist for this wsdl version."
