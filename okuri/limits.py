@@ -19,6 +19,13 @@ queue_name_chars_max = 80
 visibility_s_default = 30
 retention_s_default = 4 * 24 * 60 * 60
 dedup_window_s = 5 * 60
+# FIFO: slots stay matched for duplicates this much longer than the window, for clock skew
+# between the nodes that sent and adopted them.
+dedup_window_margin_s = 60
+# FIFO: discovery rounds a send may spend learning the slots below its own before it commits,
+# and commits it may make waiting for the verdict on its messages.
+reach_rounds_max = 64
+fifo_send_commits_max = 20
 # How long a message being copied to its dead-letter queue stays leased, whatever visibility
 # the receive asked for: long enough for the copy to land, short enough to retry a crashed one.
 dead_letter_hold_ms = 60_000

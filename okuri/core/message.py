@@ -30,6 +30,9 @@ class Message:
     system_attributes: dict[str, Any] = field(default_factory=dict)
     group_id: str | None = None
     dead_letter_source: str | None = None
+    # FIFO: the key a duplicate is recognised by (the deduplication id, scoped to the group when
+    # the queue deduplicates per group); None on standard queues.
+    dedup_key: str | None = None
 
     @property
     def size_bytes(self) -> int:
@@ -45,11 +48,24 @@ class Segment:
     def sent_ms(self) -> int:
         return min((m.sent_ms for m in self.messages), default=0)
 
+    def groups(self) -> tuple[str, ...]:
+        """Each message's group (FIFO segments give every message one)."""
+        return tuple(m.group_id or "" for m in self.messages)
+
     def delays(self) -> tuple[tuple[int, int], ...]:
         """(index, visible_at_ms) of each message that was sent with a delay."""
         return tuple(
             (i, m.visible_at_ms) for i, m in enumerate(self.messages) if m.visible_at_ms > m.sent_ms
         )
+
+
+SEQUENCE_BASE = 10**19  # FIFO sequence numbers print as 20 digits, as SQS's do
+SEQUENCE_INDEX_BITS = 16  # above segment_messages_max
+
+
+def sequence_number(seq: int, idx: int) -> str:
+    """A FIFO message's SequenceNumber: it grows with slot order, which is group order."""
+    return str(SEQUENCE_BASE + (seq << SEQUENCE_INDEX_BITS) + idx)
 
 
 def encode_segment(segment: Segment) -> bytes:
@@ -66,6 +82,8 @@ def encode_segment(segment: Segment) -> bytes:
             meta["grp"] = m.group_id
         if m.dead_letter_source is not None:
             meta["dls"] = m.dead_letter_source
+        if m.dedup_key is not None:
+            meta["ddk"] = m.dedup_key
         metas.append(meta)
     header = orjson.dumps({"sid": segment.sid, "msgs": metas})
     return b"".join(
@@ -98,6 +116,7 @@ def decode_segment(data: bytes) -> Segment:
                     system_attributes=meta.get("sys", {}),
                     group_id=meta.get("grp"),
                     dead_letter_source=meta.get("dls"),
+                    dedup_key=meta.get("ddk"),
                 )
             )
             offset = end

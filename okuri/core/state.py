@@ -8,8 +8,11 @@ they stay in the immutable segments, so the manifest stays a few KB however larg
 `version` grows by one on every write. Since an S3 etag is the MD5 of the body, two successive
 manifests must never be byte-equal, or a writer holding a stale etag could win (ABA).
 
-Design note for FIFO groups: a group's ordering state would be one more map here
-(group -> first unfinished (seq, idx) and its lease), leaving segments and slots unchanged.
+FIFO queues add two things, both small: each adopted segment's message groups (a group's
+order is slot order, then index), and the deduplication window: a checkpoint (slot, when it
+was adopted) at most once a second for the last five minutes, and which adopted messages were
+duplicates. The deduplication ids themselves stay in the segments, which a FIFO queue keeps
+until they leave the window (see okuri/engine/dedup.py).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class QueueAttrs:
     receive_wait_s: int = 0
     max_receive_count: int | None = None
     dead_letter_queue: str | None = None
+    fifo: bool = False
     # Attributes the engine stores but never interprets (tags, policies, redrive-allow policy).
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -50,6 +54,7 @@ class QueueAttrs:
             "mrc": self.max_receive_count,
             "dlq": self.dead_letter_queue,
             "extra": self.extra,
+            **({"fifo": True} if self.fifo else {}),
         }
 
     @staticmethod
@@ -63,6 +68,7 @@ class QueueAttrs:
             max_receive_count=d["mrc"],
             dead_letter_queue=d["dlq"],
             extra=dict(d.get("extra") or {}),
+            fifo=bool(d.get("fifo", False)),
         )
 
 
@@ -80,6 +86,7 @@ class SegmentState:
     sent_ms: int
     done: int = 0  # bitmask of finished messages (acked, expired, dead-lettered)
     leases: dict[int, Lease] = field(default_factory=dict)
+    groups: tuple[str, ...] | None = None  # FIFO: each message's group, by index
 
     def is_done(self, idx: int) -> bool:
         return bool(self.done >> idx & 1)
@@ -92,7 +99,7 @@ class SegmentState:
 
     def copy(self) -> SegmentState:
         return SegmentState(
-            self.seq, self.sid, self.count, self.sent_ms, self.done, dict(self.leases)
+            self.seq, self.sid, self.count, self.sent_ms, self.done, dict(self.leases), self.groups
         )
 
 
@@ -112,6 +119,11 @@ class QueueState:
     # Tokens of the latest commits: lets a writer whose CAS reply was lost learn if it landed.
     commits: list[str] = field(default_factory=list)
     purged_ms: int = 0
+    # FIFO deduplication window: (first slot adopted in that second, when), oldest first; every
+    # slot from the first checkpoint up is kept in the bucket (its ids may still be matched).
+    window: list[tuple[int, int]] = field(default_factory=list)
+    # Slot -> bitmask of its messages that were duplicates when adopted (slots in the window).
+    dups: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> QueueState:
         return replace(
@@ -119,7 +131,13 @@ class QueueState:
             segments={s: st.copy() for s, st in self.segments.items()},
             recent=list(self.recent),
             commits=list(self.commits),
+            window=list(self.window),
+            dups=dict(self.dups),
         )
+
+    def window_start(self) -> int:
+        """The oldest slot whose deduplication ids still count (the cursor if none do)."""
+        return self.window[0][0] if self.window else self.next_seq
 
     def recent_sid(self, seq: int) -> str | None:
         for s, sid in self.recent:
@@ -148,12 +166,15 @@ def encode_state(st: QueueState) -> bytes:
                     g.sent_ms,
                     format(g.done, "x"),
                     [[i, *lease] for i, lease in sorted(g.leases.items())],
+                    *([list(g.groups)] if g.groups is not None else []),
                 ]
                 for g in st.segments.values()
             ],
             "recent": [list(r) for r in st.recent],
             "commits": st.commits,
             "purged": st.purged_ms,
+            **({"window": [list(w) for w in st.window]} if st.window else {}),
+            **({"dups": [[s, format(m, "x")] for s, m in st.dups.items()]} if st.dups else {}),
         }
     )
 
@@ -166,7 +187,7 @@ def decode_state(data: bytes) -> QueueState:
         if d.get("f") != FORMAT:
             raise ManifestCorrupt(f"unknown manifest format {d.get('f')!r}")
         segments = {}
-        for seq, sid, count, sent_ms, done_hex, leases in d["segs"]:
+        for seq, sid, count, sent_ms, done_hex, leases, *groups in d["segs"]:
             segments[seq] = SegmentState(
                 seq,
                 sid,
@@ -174,6 +195,7 @@ def decode_state(data: bytes) -> QueueState:
                 sent_ms,
                 int(done_hex, 16),
                 {i: (r, u, f) for i, r, u, f in leases},
+                tuple(groups[0]) if groups else None,
             )
         return QueueState(
             name=d["name"],
@@ -187,6 +209,8 @@ def decode_state(data: bytes) -> QueueState:
             recent=[(s, sid) for s, sid in d["recent"]],
             commits=list(d["commits"]),
             purged_ms=d["purged"],
+            window=[(s, at) for s, at in d.get("window", [])],
+            dups={s: int(m, 16) for s, m in d.get("dups", [])},
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

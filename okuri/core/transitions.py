@@ -27,6 +27,18 @@ class Adopt:
     count: int
     sent_ms: int
     delays: tuple[tuple[int, int], ...] = ()
+    # FIFO: each message's group, and which messages duplicate one already in the window (the
+    # adopting node's verdict; they are finished at once and never delivered).
+    groups: tuple[str, ...] | None = None
+    dups: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Have slot `seq` adopted in this commit (a FIFO send waits for its verdict); changes
+    nothing by itself: the node adds the Adopt operations. Result: whether it was reached."""
+
+    seq: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +110,7 @@ class SetAttributes:
     attrs: QueueAttrs
 
 
-Op = Adopt | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
+Op = Adopt | Reach | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
 
 # --- results ---------------------------------------------------------------------------------
 
@@ -151,6 +163,8 @@ def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outc
         del st.segments[seq]
         out.freed.append(seq)
         out.changed = True
+    if st.attrs.fifo or st.window:
+        out.changed = _slide_window(st, now_ms, out.freed) or out.changed
     if out.changed:
         st.version += 1
         st.commits.append(token)
@@ -163,7 +177,9 @@ def _apply_one(
 ) -> tuple[Result, bool]:
     match op:
         case Adopt():
-            return _adopt(st, op)
+            return _adopt(st, op, now_ms)
+        case Reach():
+            return op.seq < st.next_seq, False
         case Lease():
             res = _lease(st, now_ms, op, granted)
             return res, bool(res.granted or res.dead)
@@ -203,27 +219,65 @@ def _expire(st: QueueState, now_ms: int) -> int:
     return expired
 
 
-def _adopt(st: QueueState, op: Adopt) -> tuple[bool, bool]:
+def _adopt(st: QueueState, op: Adopt, now_ms: int) -> tuple[bool, bool]:
     if op.seq != st.next_seq or len(st.segments) >= limits.manifest_segments_max:
         return False, False
+    if st.attrs.fifo and (not st.window or now_ms - st.window[-1][1] >= 1000):
+        st.window.append((op.seq, now_ms))
     if op.count == 0:  # a slot holding something that is not a segment: step over it
         st.next_seq = op.seq + 1
         st.recent.append((op.seq, op.sid))
         del st.recent[: -limits.manifest_recent_slots]
         return True, True
     st.segments[op.seq] = SegmentState(
-        op.seq, op.sid, op.count, op.sent_ms, 0, {i: (0, at, 0) for i, at in op.delays}
+        op.seq,
+        op.sid,
+        op.count,
+        op.sent_ms,
+        op.dups & ((1 << op.count) - 1),
+        {i: (0, at, 0) for i, at in op.delays if not op.dups >> i & 1},
+        op.groups if st.attrs.fifo else None,
     )
+    if st.attrs.fifo and op.dups:
+        st.dups[op.seq] = op.dups & ((1 << op.count) - 1)
     st.next_seq = op.seq + 1
     st.recent.append((op.seq, op.sid))
     del st.recent[: -limits.manifest_recent_slots]
     return True, True
 
 
+def _slide_window(st: QueueState, now_ms: int, freed: list[int]) -> bool:
+    """Age the FIFO deduplication window; a slot is deleted only once it has left it.
+
+    A checkpoint is dropped once the next one is older than the window (plus a margin for
+    clocks), so every slot from the first checkpoint up may hold an id a new send must match.
+    """
+    cutoff = now_ms - (limits.dedup_window_s + limits.dedup_window_margin_s) * 1000
+    old_start = st.window_start()
+    dropped = 0
+    while len(st.window) > 1 and st.window[1][1] < cutoff:
+        st.window.pop(0)
+        dropped += 1
+    if len(st.window) == 1 and st.window[0][1] < cutoff:
+        st.window.pop()  # nothing adopted for a whole window: every id has expired
+        dropped += 1
+    start = st.window_start()
+    # Finished slots the window still covers are kept (their ids count); those it has just
+    # passed, finished earlier or now, go.
+    passed = {s for s in range(old_start, start) if s not in st.segments}
+    freed[:] = sorted(passed.union(s for s in freed if s < start))
+    for seq in [s for s in st.dups if s < start]:
+        del st.dups[seq]
+    return dropped > 0
+
+
 def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
     granted: list[Grant] = []
     dead: list[Grant] = []
     mrc = st.attrs.max_receive_count
+    # FIFO: a group with a message in flight (or not yet visible) delivers nothing after it;
+    # several messages of one group may go out together, in order.
+    blocked = _busy_groups(st, now_ms) if st.attrs.fifo else None
     for seg in st.segments.values():
         if len(granted) >= op.max_messages or len(dead) >= op.max_messages:
             break
@@ -231,6 +285,13 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
             if seg.is_done(idx):
                 continue
             receives, until_ms, first_ms = seg.leases.get(idx, (0, 0, 0))
+            if blocked is not None and seg.groups is not None:
+                group = seg.groups[idx]
+                if group in blocked:
+                    continue
+                if until_ms > now_ms or (seg.seq, idx) in taken:
+                    blocked.add(group)
+                    continue
             if until_ms > now_ms or (seg.seq, idx) in taken:
                 continue
             taken.add((seg.seq, idx))
@@ -250,6 +311,18 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
                 if len(granted) >= op.max_messages:
                     break
     return LeaseResult(tuple(granted), tuple(dead))
+
+
+def _busy_groups(st: QueueState, now_ms: int) -> set[str]:
+    """FIFO groups that have an unfinished message hidden now (leased or delayed)."""
+    busy: set[str] = set()
+    for seg in st.segments.values():
+        if seg.groups is None:
+            continue
+        for idx, (_receives, until_ms, _first) in seg.leases.items():
+            if until_ms > now_ms and not seg.is_done(idx):
+                busy.add(seg.groups[idx])
+    return busy
 
 
 def _holder(

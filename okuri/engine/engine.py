@@ -16,7 +16,7 @@ from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
-from okuri.core.names import validate_queue_name
+from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
@@ -70,7 +70,13 @@ class Engine:
     async def create_queue(self, name: str, attrs: QueueAttrs | None = None) -> QueueState:
         """Create a queue; idempotent when it exists with the same attributes."""
         validate_queue_name(name)
-        attrs = attrs or QueueAttrs()
+        attrs = attrs or QueueAttrs(fifo=is_fifo_name(name))
+        if attrs.fifo != is_fifo_name(name):
+            raise InvalidArgument(
+                "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
+                "underscores, must end with .fifo suffix.",
+                "QueueName",
+            )
         st = await self.runtime(name).create(attrs)
         if st.attrs != attrs:  # the queue was already there, with other attributes
             raise QueueAlreadyExists(

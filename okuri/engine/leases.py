@@ -110,7 +110,9 @@ class Receiver:
         if not grants:
             ops: list[Op] = [Lease(max_messages, vis_ms)]
             extra = self._lease_ahead_target(max_messages) - len(self.buffer)
-            if extra > 0 and vis_ms > 0 and lease_ahead:
+            # Not on FIFO queues: a lease held here would hold its whole group up elsewhere.
+            fifo = (await self.manifest.current()).attrs.fifo
+            if extra > 0 and vis_ms > 0 and lease_ahead and not fifo:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
             await self._discover_for(max_messages)
             results = await self.manifest.commit(ops)
@@ -137,7 +139,10 @@ class Receiver:
         node (whose segment is known here) costs no GET at all. Reading further ahead, for the
         receives that follow (`limits.discover_ahead_batches`), goes on in the background.
         """
-        visible = counts(await self.manifest.current(), self.clock.now_ms()).visible
+        st = await self.manifest.current()
+        if st.attrs.fifo:
+            await self.slots.catch_up(st)  # adopting needs the deduplication window's ids
+        visible = counts(st, self.clock.now_ms()).visible
         if max_messages > visible:
             await self.slots.discover(max_messages - visible, paced=True)
         ahead = limits.discover_ahead_batches * max_messages - visible

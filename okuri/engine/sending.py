@@ -1,5 +1,9 @@
-"""Sending on one node: checks, the best-effort deduplication window, and the hand-off of each
-message to the slot log's producer batcher."""
+"""Sending on one node: checks, deduplication, and the hand-off of each message to the slot
+log's producer batcher.
+
+A standard queue's deduplication is a best-effort window on this node. A FIFO send waits until
+its slot is adopted, whoever adopts it, and answers from the verdict the manifest recorded
+(okuri/engine/dedup.py): its own message, or the original a duplicate stands for."""
 
 from __future__ import annotations
 
@@ -8,8 +12,9 @@ from collections.abc import Sequence
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.core.message import Message
-from okuri.core.state import QueueAttrs
+from okuri.core.message import Message, sequence_number
+from okuri.core.state import QueueAttrs, QueueState
+from okuri.core.transitions import Reach
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.engine.types import SendRequest, SendResult
@@ -27,6 +32,8 @@ class Sender:
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
         st = await self.manifest.current()
         now = self.clock.now_ms()
+        if st.attrs.fifo:
+            return await self._send_fifo(st.attrs, requests, now)
         self._expire_dedup(now)
         pending: list[asyncio.Future[SendResult] | Exception] = []
         for req in requests:
@@ -82,10 +89,93 @@ class Sender:
             self._dedup[req.dedup_id] = (fut, now + limits.dedup_window_s * 1000)
         return fut
 
+    # --- FIFO ----------------------------------------------------------------------------------
+
+    async def _send_fifo(
+        self, attrs: QueueAttrs, requests: Sequence[SendRequest], now: int
+    ) -> list[SendResult | Exception]:
+        out: list[SendResult | Exception | None] = [None] * len(requests)
+        placed: list[tuple[int, Message, asyncio.Future[tuple[int, int]]]] = []
+        for i, req in enumerate(requests):
+            try:
+                message = self._fifo_message(attrs, req, now)
+            except InvalidArgument as err:
+                out[i] = err
+                continue
+            placed.append((i, message, self.slots.append(message)))
+        landed: list[tuple[int, Message, int, int]] = []
+        for i, message, fut in placed:
+            try:
+                seq, idx = await asyncio.shield(fut)
+            except (QueueDoesNotExist, Unavailable) as err:
+                out[i] = err
+                continue
+            landed.append((i, message, seq, idx))
+        if landed:
+            try:
+                st = await self._adopted(max(seq for _, _, seq, _ in landed))
+            except (QueueDoesNotExist, Unavailable) as err:
+                for i, *_ in landed:
+                    out[i] = err
+            else:
+                for i, message, seq, idx in landed:
+                    out[i] = self._fifo_result(st, message, seq, idx)
+        return [r if r is not None else Unavailable("send not attempted") for r in out]
+
+    def _fifo_message(self, attrs: QueueAttrs, req: SendRequest, now: int) -> Message:
+        if len(req.body) > attrs.max_message_bytes:
+            raise MessageTooLong(
+                f"message of {len(req.body)} bytes exceeds the limit of {attrs.max_message_bytes}",
+                "MessageBody",
+            )
+        if not req.group_id:
+            raise InvalidArgument("a FIFO queue needs a message group id", "MessageGroupId")
+        if not req.dedup_id:
+            raise InvalidArgument(
+                "a FIFO queue needs a deduplication id", "MessageDeduplicationId"
+            )
+        if req.delay_s is not None:
+            raise InvalidArgument("a FIFO queue takes no per-message delay", "DelaySeconds")
+        return Message(
+            id=self.clock.new_id(),
+            body=req.body,
+            sent_ms=now,
+            visible_at_ms=now + attrs.delay_s * 1000,
+            attributes=req.attributes,
+            system_attributes=req.system_attributes,
+            group_id=req.group_id,
+            dedup_key=req.dedup_id,
+        )
+
+    async def _adopted(self, seq: int) -> QueueState:
+        """The manifest once slot `seq` is adopted (by this node's commit, or another's)."""
+        for _ in range(limits.fifo_send_commits_max):
+            st = await self.manifest.current()
+            if seq < st.next_seq:
+                await self.slots.catch_up(st)  # the index must know the originals
+                return st
+            await self.slots.catch_up(st)
+            await self.slots.reach(seq)
+            await self.manifest.commit([Reach(seq)])
+        raise Unavailable(f"slot {seq} of {self.manifest.name!r} was not adopted in time")
+
+    def _fifo_result(self, st: QueueState, message: Message, seq: int, idx: int) -> SendResult:
+        if not st.dups.get(seq, 0) >> idx & 1:
+            return SendResult(message.id, message.sent_ms, False, sequence_number(seq, idx))
+        assert message.dedup_key is not None
+        first = self.slots.dedup.original(message.dedup_key)
+        if first is None:  # the original left the window meanwhile: it was sent 5 minutes ago
+            return SendResult(message.id, message.sent_ms, True, sequence_number(seq, idx))
+        return SendResult(
+            first.message_id, message.sent_ms, True, sequence_number(first.seq, first.idx)
+        )
+
+    # --- the slot log ------------------------------------------------------------------------
+
     def submit(self, message: Message) -> asyncio.Future[SendResult]:
         result: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
 
-        def done(f: asyncio.Future[int]) -> None:
+        def done(f: asyncio.Future[tuple[int, int]]) -> None:
             if result.done():
                 return
             if f.cancelled():

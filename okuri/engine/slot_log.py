@@ -23,12 +23,20 @@ from collections.abc import Callable, Sequence
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.message import Message, Segment, SegmentCorrupt, decode_segment, encode_segment
+from okuri.core.message import (
+    Message,
+    Segment,
+    SegmentCorrupt,
+    decode_segment,
+    encode_segment,
+    sequence_number,
+)
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueState
-from okuri.core.transitions import Adopt, Grant, Lease, Op, counts
+from okuri.core.transitions import Adopt, Grant, Lease, Op, Reach, counts
 from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
+from okuri.engine.dedup import DedupIndex
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import backoff, retrying
 from okuri.engine.tasks import Tasks
@@ -44,6 +52,8 @@ from okuri.errors import (
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
+
+_EMPTY = Segment("gone", ())
 
 
 class SlotLog:
@@ -74,7 +84,8 @@ class SlotLog:
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
         self.last_probe_ended = False  # the last read round met an empty slot
-        self.producer: Batcher[Message, int] = Batcher(
+        self.dedup = DedupIndex()  # FIFO queues only
+        self.producer: Batcher[Message, tuple[int, int]] = Batcher(
             clock,
             linger_ms,
             self._flush,
@@ -89,6 +100,7 @@ class SlotLog:
         """A new incarnation (or none): nothing known about the old one applies."""
         self.known.clear()
         self.head_hint = 0
+        self.dedup.reset()
 
     def installed(self, st: QueueState) -> None:
         self.head_hint = max(self.head_hint, st.next_seq)
@@ -101,16 +113,16 @@ class SlotLog:
 
     # --- appending ---------------------------------------------------------------------------
 
-    def append(self, message: Message) -> asyncio.Future[int]:
-        """The slot `message` landed in, once its segment is durable and will be read."""
+    def append(self, message: Message) -> asyncio.Future[tuple[int, int]]:
+        """The (slot, index) `message` landed at, once its segment is durable and will be read."""
         return self.producer.submit(message)
 
-    async def _flush(self, messages: list[Message]) -> list[int]:
+    async def _flush(self, messages: list[Message]) -> list[tuple[int, int]]:
         segment = Segment(self.clock.new_id(), tuple(messages))
         slot = await self._write(segment, encode_segment(segment))
         self._stats["segments_written"] += 1
         self._stats["segment_messages"] += len(messages)
-        return [slot] * len(messages)
+        return [(slot, i) for i in range(len(messages))]
 
     async def _write(self, segment: Segment, data: bytes) -> int:
         st = await self.manifest.current()
@@ -223,7 +235,12 @@ class SlotLog:
             if seg is None or g.idx >= len(seg.messages):
                 continue
             receipt = Receipt(self.name, st.incarnation, g.seq, g.idx, g.epoch)
-            out.append(Delivery(seg.messages[g.idx], receipt.encode(), g.epoch, g.first_receive_ms))
+            number = sequence_number(g.seq, g.idx) if st.attrs.fifo else None
+            out.append(
+                Delivery(
+                    seg.messages[g.idx], receipt.encode(), g.epoch, g.first_receive_ms, number
+                )
+            )
         return out
 
     # --- discovery ---------------------------------------------------------------------------
@@ -289,24 +306,66 @@ class SlotLog:
 
     def adopt_ops(self, st: QueueState, ops: Sequence[Op]) -> list[Op]:
         """Adopt known slots from the cursor up, only while the manifest has fewer visible
-        messages than `ops` will lease (and a margin): a deep backlog stays in its segments."""
+        messages than `ops` will lease (and a margin), or up to a slot a FIFO send waits on:
+        a deep backlog stays in its segments.
+
+        A FIFO queue's slots are adopted only by a node that has taken in every slot of the
+        deduplication window, with its verdict on each message (okuri/engine/dedup.py)."""
         wanted = wanted_messages(ops)
-        if not wanted:
+        reach = max((op.seq for op in ops if isinstance(op, Reach)), default=-1)
+        if not wanted and reach < st.next_seq:
             return []
+        if st.attrs.fifo and not self.dedup.fold(st, lambda seq: self._adopted(st, seq)):
+            return []  # a slot of the window not read here yet: `catch_up` first
         visible = counts(st, self.clock.now_ms()).visible
-        adopts: list[Op] = []
+        run: list[tuple[int, Segment]] = []
         seq = st.next_seq
         room = limits.manifest_segments_max - len(st.segments)
         while (
             seq in self.known
-            and visible < wanted
-            and len(adopts) < min(room, limits.probe_segments_max)
+            and (visible < wanted or seq <= reach)
+            and len(run) < min(room, limits.probe_segments_max)
         ):
             seg = self.known[seq]
-            adopts.append(Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays()))
+            run.append((seq, seg))
             visible += len(seg.messages) - len(seg.delays())
             seq += 1
-        return adopts
+        if not st.attrs.fifo:
+            return [
+                Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays())
+                for seq, seg in run
+            ]
+        masks = self.dedup.judge(run)
+        return [
+            Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays(), seg.groups(), mask)
+            for (seq, seg), mask in zip(run, masks, strict=True)
+        ]
+
+    def _adopted(self, st: QueueState, seq: int) -> Segment | None:
+        """An adopted slot's segment if this node holds it (the window keeps finished ones)."""
+        return self.cache.get((self.name, st.incarnation, seq))
+
+    async def catch_up(self, st: QueueState) -> None:
+        """FIFO: read the adopted slots of the deduplication window this node has not seen."""
+        missing = self.dedup.missing(st)
+        gone: set[int] = set()
+        for start in range(missing.start, missing.stop, limits.probe_parallel_max):
+            stop = min(start + limits.probe_parallel_max, missing.stop)
+            segs = await asyncio.gather(
+                *(self.read_slot(st.incarnation, s) for s in range(start, stop))
+            )
+            gone.update(s for s, seg in zip(range(start, stop), segs, strict=True) if seg is None)
+        # An adopted slot found empty was deleted by hand or by an older okuri: nothing to match.
+        self.dedup.fold(st, lambda seq: _EMPTY if seq in gone else self._adopted(st, seq))
+
+    async def reach(self, seq: int) -> None:
+        """Know every slot from the cursor up to `seq`, so one commit can adopt them all."""
+        for _ in range(limits.reach_rounds_max):
+            st = await self.manifest.current()
+            if self._known_run(st)[0] > seq or seq < st.next_seq:
+                return
+            if not await self.discover(limits.receive_messages_max * limits.probe_segments_max):
+                return
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ class SendResult:
     message_id: str
     sent_ms: int
     duplicate: bool = False
+    sequence_number: str | None = None  # FIFO queues
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +32,4 @@ class Delivery:
     receipt_handle: str
     receive_count: int
     first_receive_ms: int
+    sequence_number: str | None = None  # FIFO queues

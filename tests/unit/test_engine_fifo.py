@@ -1,0 +1,184 @@
+"""FIFO queues in the engine, over the in-memory store: group order, the in-flight rule, and
+deduplication that holds across nodes and a node's crash.
+
+Real time with a small linger, like tests/unit/test_engine.py; assertions are on what clients
+see (sends, receives, acks) and on the bucket's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from okuri.clock import SystemClock
+from okuri.core import keys
+from okuri.core.state import QueueAttrs
+from okuri.engine import Engine, SendRequest, SendResult
+from okuri.errors import InvalidArgument
+from okuri.store.memory import MemoryStore
+
+LINGER_MS = 5
+Q = "jobs.fifo"
+FIFO = QueueAttrs(fifo=True)
+
+MakeNode = Callable[[], Engine]
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+async def make_node(store: MemoryStore) -> AsyncIterator[MakeNode]:
+    nodes: list[Engine] = []
+
+    def make() -> Engine:
+        node = Engine(store, SystemClock(), linger_ms=LINGER_MS)
+        nodes.append(node)
+        return node
+
+    yield make
+    for node in nodes:
+        await node.close()
+
+
+def req(body: str, group: str = "g", dedup: str | None = None) -> SendRequest:
+    return SendRequest(body=body.encode(), group_id=group, dedup_id=dedup or body)
+
+
+async def bodies(node: Engine, n: int = 10, visibility_s: int = 30) -> list[str]:
+    got = await node.receive(Q, n, visibility_s, 0)
+    return [d.message.body.decode() for d in got]
+
+
+async def test_one_group_is_delivered_in_send_order_and_held_while_in_flight(
+    make_node: MakeNode,
+) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    for i in range(5):
+        await node.send_one(Q, req(f"m{i}"))
+    first = await node.receive(Q, 2, 30, 0)
+    assert [d.message.body for d in first] == [b"m0", b"m1"]
+    assert await bodies(node) == []  # the group is held while m0 and m1 are in flight
+    await node.ack(Q, [first[0].receipt_handle])
+    assert await bodies(node) == []  # m1 still in flight
+    await node.ack(Q, [first[1].receipt_handle])
+    assert await bodies(node) == ["m2", "m3", "m4"]
+
+
+async def test_groups_proceed_independently(make_node: MakeNode) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    await node.send(Q, [req("a1", "a"), req("b1", "b"), req("a2", "a"), req("b2", "b")])
+    first = await node.receive(Q, 1, 30, 0)
+    assert [d.message.body for d in first] == [b"a1"]
+    assert await bodies(node, 1) == ["b1"]  # group a is held, b is not
+    assert await bodies(node) == []
+
+
+async def test_an_expired_lease_returns_the_group_head_first(make_node: MakeNode) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    await node.send(Q, [req("m0"), req("m1")])
+    first = await node.receive(Q, 1, 30, 0)
+    await node.change_visibility(Q, [(first[0].receipt_handle, 0)])
+    again = await node.receive(Q, 10, 30, 0)
+    assert [d.message.body for d in again] == [b"m0", b"m1"]
+    assert again[0].receive_count == 2
+
+
+async def test_sequence_numbers_grow_with_send_order(make_node: MakeNode) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    sent = [await node.send_one(Q, req(f"m{i}")) for i in range(3)]
+    numbers = [int(s.sequence_number or "0") for s in sent]
+    assert numbers == sorted(numbers) and len(set(numbers)) == 3
+    assert all(len(s.sequence_number or "") == 20 for s in sent)
+    got = await node.receive(Q, 10, 30, 0)
+    assert [d.sequence_number for d in got] == [s.sequence_number for s in sent]
+
+
+async def test_a_duplicate_is_answered_with_the_original_and_not_enqueued(
+    make_node: MakeNode,
+) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    first = await node.send_one(Q, req("hello", dedup="d1"))
+    again = await node.send_one(Q, req("hello again", dedup="d1"))
+    assert isinstance(again, SendResult)
+    assert again.duplicate and again.message_id == first.message_id
+    assert again.sequence_number == first.sequence_number
+    got = await node.receive(Q, 10, 30, 0)
+    assert [d.message.body for d in got] == [b"hello"]
+    await node.ack(Q, [got[0].receipt_handle])
+    # Still a duplicate after the original was deleted: the window is five minutes.
+    third = await node.send_one(Q, req("third", dedup="d1"))
+    assert third.duplicate and third.message_id == first.message_id
+    assert await bodies(node) == []
+
+
+async def test_duplicates_within_one_batch(make_node: MakeNode) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    out = await node.send(Q, [req("x", dedup="k"), req("y", dedup="k"), req("z", dedup="j")])
+    assert all(isinstance(r, SendResult) for r in out)
+    results = [r for r in out if isinstance(r, SendResult)]
+    assert [r.duplicate for r in results] == [False, True, False]
+    assert results[1].message_id == results[0].message_id
+    assert await bodies(node) == ["x", "z"]
+
+
+async def test_deduplication_holds_across_nodes_and_a_crash(
+    make_node: MakeNode, store: MemoryStore
+) -> None:
+    a, b = make_node(), make_node()
+    await a.create_queue(Q, FIFO)
+    first = await a.send_one(Q, req("once", dedup="d"))
+    a.crash()  # the node that saw the send is gone; its memory with it
+    dup = await b.send_one(Q, req("twice", dedup="d"))
+    assert dup.duplicate and dup.message_id == first.message_id
+    c = make_node()
+    dup2 = await c.send_one(Q, req("thrice", dedup="d"))
+    assert dup2.duplicate and dup2.message_id == first.message_id
+    got = await c.receive(Q, 10, 30, 0)
+    assert [d.message.body for d in got] == [b"once"]
+    await c.ack(Q, [got[0].receipt_handle])
+    # Finished, but kept in the bucket while its id can still be matched.
+    st = await c.cached_queue(Q)
+    assert await store.list(keys.segments_of_queue(Q)) != []
+    assert st.window and st.window_start() <= st.next_seq
+
+
+async def test_order_holds_across_nodes(make_node: MakeNode) -> None:
+    a, b = make_node(), make_node()
+    await a.create_queue(Q, FIFO)
+    for i in range(6):
+        await (a if i % 2 else b).send_one(Q, req(f"m{i}"))
+    seen: list[str] = []
+    for _ in range(20):
+        got = await (b if len(seen) % 2 else a).receive(Q, 2, 30, 0)
+        seen.extend(d.message.body.decode() for d in got)
+        await (a if len(seen) % 2 else b).ack(Q, [d.receipt_handle for d in got])
+        if len(seen) == 6:
+            break
+    assert seen == [f"m{i}" for i in range(6)]
+
+
+async def test_fifo_sends_need_a_group_and_a_deduplication_id_and_no_delay(
+    make_node: MakeNode,
+) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    out = await node.send(
+        Q,
+        [
+            SendRequest(body=b"x", dedup_id="d"),
+            SendRequest(body=b"x", group_id="g"),
+            SendRequest(body=b"x", group_id="g", dedup_id="d", delay_s=5),
+        ],
+    )
+    assert all(isinstance(r, InvalidArgument) for r in out)
+    assert await bodies(node) == []
