@@ -6,7 +6,9 @@ the manifest (`Engine.update_attributes`), so concurrent taggers never lose each
 the bound of 50 tags holds against the tags the queue really has.
 
 Limits as SQS documents them: at most 50 tags per queue, keys 1-128 characters, values 0-256,
-and a key may not start with the reserved prefix "aws:" (any case). Refusal texts are okuri's.
+and a key may not start with the reserved prefix "aws:" (any case). An empty Tags map (TagQueue,
+CreateQueue) is MissingParameter and an empty TagKeys list InvalidParameterValue, with the
+codes and texts moto copies from SQS; the other refusal texts are okuri's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from okuri.engine import QueueAttrs
 from okuri.sqs import queue_attributes as qa
-from okuri.sqs.errors import invalid
+from okuri.sqs.errors import invalid, missing
 
 if TYPE_CHECKING:
     from okuri.sqs.actions import SqsActions
@@ -38,6 +40,15 @@ def check_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[str
     return qa.validate_tags(tags, existing)
 
 
+def check_create_tags(tags: Any) -> dict[str, str]:
+    """CreateQueue's `tags`: absent is none, but an empty map is refused, as TagQueue's is."""
+    if tags is None:
+        return {}
+    if not tags:
+        raise missing("Tags")
+    return check_tags(tags)
+
+
 def tags_of(attrs: QueueAttrs) -> dict[str, str]:
     return {
         k.removeprefix(TAG_PREFIX): v for k, v in attrs.extra.items() if k.startswith(TAG_PREFIX)
@@ -55,6 +66,8 @@ def with_tags(attrs: QueueAttrs, add: Mapping[str, str], remove: Iterable[str] =
 async def tag_queue(sqs: SqsActions, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
     name = sqs.queue_name(p["QueueUrl"])
     tags = p["Tags"]
+    if not tags:
+        raise missing("Tags")
     check_tags(tags)  # refuse a malformed request before reading the queue
 
     def change(attrs: QueueAttrs) -> QueueAttrs:
@@ -67,6 +80,10 @@ async def tag_queue(sqs: SqsActions, p: dict[str, Any], host: str, caller: str) 
 async def untag_queue(sqs: SqsActions, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
     name = sqs.queue_name(p["QueueUrl"])
     keys = p["TagKeys"]
+    if not keys:
+        raise invalid(
+            f"Tag keys must be between 1 and {qa.tag_key_chars_max} characters in length."
+        )
     await sqs.engine.update_attributes(name, lambda attrs: with_tags(attrs, {}, keys))
     return {}
 

@@ -125,3 +125,94 @@ def test_a_missing_queue_over_the_query_protocol_names_the_wsdl_version(
         "AWS.SimpleQueueService.NonExistentQueue",
         "The specified queue does not exist for this wsdl version.",
     )
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def test_a_batch_counts_its_message_attributes_against_the_batch_bound(
+    sqs: Any, queue: str
+) -> None:
+    attributes = {"k": {"DataType": "String", "StringValue": "x"}}  # 1 + 6 + 1 bytes
+    entries = [
+        {"Id": "1", "MessageBody": "a" * (MiB - 8), "MessageAttributes": attributes},
+        {"Id": "2", "MessageBody": "a"},
+    ]
+    with pytest.raises(ClientError) as err:
+        sqs.send_message_batch(QueueUrl=queue, Entries=entries)
+    assert _error(err) == (
+        "AWS.SimpleQueueService.BatchRequestTooLong",
+        "BatchRequestTooLong",
+        "Batch requests cannot be longer than 1048576 bytes. You have sent 1048577 bytes.",
+    )
+    entries[0]["MessageBody"] = "a" * (MiB - 9)  # exactly at the bound
+    assert len(sqs.send_message_batch(QueueUrl=queue, Entries=entries)["Successful"]) == 2
+
+
+@pytest.mark.parametrize("group_id", ["", "a" * 129, "group 123"])
+def test_a_malformed_message_group_id_is_refused_on_a_standard_queue(
+    sqs: Any, queue: str, group_id: str
+) -> None:
+    with pytest.raises(ClientError) as err:
+        sqs.send_message(QueueUrl=queue, MessageBody="message", MessageGroupId=group_id)
+    assert _error(err) == (
+        "InvalidParameterValue",
+        "InvalidParameterValueException",
+        f"Value {group_id} for parameter MessageGroupId is invalid. Reason: MessageGroupId can "
+        "only include alphanumeric and punctuation characters. 1 to 128 in length.",
+    )
+    batch = sqs.send_message_batch(
+        QueueUrl=queue,
+        Entries=[
+            {"Id": "bad", "MessageBody": "m", "MessageGroupId": group_id},
+            {"Id": "good", "MessageBody": "m"},
+        ],
+    )
+    assert [e["Id"] for e in batch["Successful"]] == ["good"]
+    assert [(e["Id"], e["Code"]) for e in batch["Failed"]] == [("bad", "InvalidParameterValue")]
+
+
+def test_a_well_formed_message_group_id_is_kept_on_a_standard_queue(sqs: Any, queue: str) -> None:
+    sqs.send_message(QueueUrl=queue, MessageBody="message", MessageGroupId="test")
+    [message] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert message["Attributes"]["MessageGroupId"] == "test"
+
+
+def test_empty_tags_and_tag_keys_are_refused(sqs: Any, queue: str) -> None:
+    name = f"rec-tags-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(ClientError) as err:
+        sqs.create_queue(QueueName=name, tags={})
+    assert _error(err)[0] == "MissingParameter"
+    assert sqs.list_queues(QueueNamePrefix=name).get("QueueUrls") is None
+    with pytest.raises(ClientError) as err:
+        sqs.tag_queue(QueueUrl=queue, Tags={})
+    assert _error(err) == (
+        "MissingParameter",
+        "MissingRequiredParameterException",
+        "The request must contain the parameter Tags.",
+    )
+    with pytest.raises(ClientError) as err:
+        sqs.untag_queue(QueueUrl=queue, TagKeys=[])
+    assert _error(err)[:2] == ("InvalidParameterValue", "InvalidParameterValueException")
+    sqs.tag_queue(QueueUrl=queue, Tags={"team": "blue"})
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["team"])
+    assert "Tags" not in sqs.list_queue_tags(QueueUrl=queue)
+
+
+def test_message_attribute_names_may_hold_letters_of_any_script(sqs: Any, queue: str) -> None:
+    attributes = {"attr.1øßä": {"StringValue": "Valida", "DataType": "String"}}
+    sent = sqs.send_message(QueueUrl=queue, MessageBody="test", MessageAttributes=attributes)
+    [message] = sqs.receive_message(
+        QueueUrl=queue, WaitTimeSeconds=5, MessageAttributeNames=["All"]
+    )["Messages"]
+    assert message["MessageAttributes"] == attributes
+    assert message["MD5OfMessageAttributes"] == sent["MD5OfMessageAttributes"]
+    with pytest.raises(ClientError) as err:
+        sqs.send_message(
+            QueueUrl=queue,
+            MessageBody="test",
+            MessageAttributes={"Invalid-§-attr": {"StringValue": "v", "DataType": "String"}},
+        )
+    assert _error(err)[0] == "InvalidParameterValue"

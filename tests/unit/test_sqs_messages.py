@@ -252,7 +252,10 @@ def test_ten_attributes_pass_and_eleven_are_refused_with_sqs_text() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["a", "A-b_c.d", "x" * 256, "aws", "awsx", "Amazon", "amazonx", "my.aws.thing", "0", "-", "_"],
+    [
+        *("a", "A-b_c.d", "x" * 256, "aws", "awsx", "Amazon", "amazonx", "my.aws.thing"),
+        *("0", "-", "_", "é", "attr.1øßä", "Ärger", "名前"),
+    ],
 )
 def test_attribute_names_accepted(name: str) -> None:
     assert list(m.validate_message_attributes({name: s("v")})) == [name]
@@ -265,8 +268,10 @@ def test_attribute_names_accepted(name: str) -> None:
         "x" * 257,
         "a b",
         "a/b",
-        "é",
         "a:b",
+        "Invalid-§-attr",
+        "a²",
+        "a€",
         "AWS.x",
         "aws.x",
         "Aws.x",
@@ -631,3 +636,19 @@ def test_encode_turns_binary_into_base64_and_decode_reverses_it() -> None:
     assert wire == {"s": s("v"), "b": {"DataType": "Binary.x", "BinaryValue": "AP8="}}
     assert m.decode_message_attributes(wire) == normalised
     assert normalised["b"]["BinaryValue"] == b"\x00\xff"  # the input was not mutated
+
+
+@pytest.mark.parametrize("group_id", ["test", "a" * 128, "!~#{}", "g-1_2.3"])
+def test_message_group_ids_accepted(group_id: str) -> None:
+    m.validate_message_group_id(group_id)
+
+
+@pytest.mark.parametrize("group_id", ["", "a" * 129, "group 123", "grøup", "a\tb"])
+def test_message_group_ids_refused(group_id: str) -> None:
+    with pytest.raises(m.SqsInputError) as err:
+        m.validate_message_group_id(group_id)
+    assert err.value.code == "InvalidParameterValue"
+    assert err.value.message == (
+        f"Value {group_id} for parameter MessageGroupId is invalid. Reason: MessageGroupId can "
+        "only include alphanumeric and punctuation characters. 1 to 128 in length."
+    )
