@@ -47,6 +47,10 @@ COUNT_ATTRIBUTES = frozenset(
     }
 )
 SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
+# Where dispatch hands a send the request's X-Amzn-Trace-Id, checked; no client member has a
+# name like it, and requests are shape-checked before dispatch.
+TRACE_PARAM = "okuri:X-Amzn-Trace-Id"
+TRACED_ACTIONS = frozenset({"SendMessage", "SendMessageBatch"})
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -101,8 +105,20 @@ class SqsActions:
         return handler
 
     async def dispatch(
-        self, action: str, params: dict[str, Any], host: str, caller: str
+        self,
+        action: str,
+        params: dict[str, Any],
+        host: str,
+        caller: str,
+        trace_header: str | None = None,
     ) -> dict[str, Any]:
+        """Run `action`; `trace_header` is the request's X-Amzn-Trace-Id, which a send stores as
+        its messages' AWSTraceHeader unless they give that system attribute themselves; a
+        header SQS would refuse as that attribute (a character outside XML) refuses the send."""
+        if trace_header and action in TRACED_ACTIONS:  # an empty header traces nothing
+            trace = {"DataType": "String", "StringValue": trace_header}
+            checked = msg.validate_system_attributes({msg.TRACE_HEADER: trace}, operation=action)
+            params = {**params, TRACE_PARAM: msg.encode_message_attributes(checked)}
         return await self._handlers[action](params, host, caller)
 
     # --- naming ------------------------------------------------------------------------------
@@ -219,7 +235,12 @@ class SqsActions:
     # --- sending -----------------------------------------------------------------------------
 
     def _send_request(
-        self, entry: dict[str, Any], attrs: QueueAttrs, caller: str, operation: str = "SendMessage"
+        self,
+        entry: dict[str, Any],
+        attrs: QueueAttrs,
+        caller: str,
+        operation: str = "SendMessage",
+        trace: dict[str, Any] | None = None,
     ) -> tuple[SendRequest, dict[str, Any]]:
         """Validate one message as SQS does; returns the engine request and the MD5 members."""
         body = entry["MessageBody"]
@@ -249,7 +270,11 @@ class SqsActions:
             md5s["MD5OfMessageAttributes"] = msg.md5_of_message_attributes(user)
         if system:
             md5s["MD5OfMessageSystemAttributes"] = msg.md5_of_system_attributes(system)
-        stored_system = {**msg.encode_message_attributes(system), SENDER_KEY: caller}
+        stored_system = {
+            **(trace or {}),  # the header's trace, unless the message gives its own
+            **msg.encode_message_attributes(system),
+            SENDER_KEY: caller,
+        }
         request = SendRequest(
             body=body.encode(),
             delay_s=delay,
@@ -266,7 +291,7 @@ class SqsActions:
     async def send_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         attrs = await self._queue_attrs(name)
-        request, md5s = self._send_request(p, attrs, caller)
+        request, md5s = self._send_request(p, attrs, caller, trace=p.get(TRACE_PARAM))
         result = await self.engine.send_one(name, request)
         return {**md5s, "MessageId": result.message_id}
 
@@ -286,7 +311,9 @@ class SqsActions:
         accepted: list[tuple[str, SendRequest, dict[str, Any]]] = []
         for entry in entries:
             try:
-                request, md5s = self._send_request(entry, attrs, caller, "SendMessageBatch")
+                request, md5s = self._send_request(
+                    entry, attrs, caller, "SendMessageBatch", p.get(TRACE_PARAM)
+                )
             except SqsError as err:
                 failed.append(_failure(entry["Id"], err))
                 continue

@@ -132,7 +132,9 @@ class SqsHttp:
                 action = self._action(request)
                 params = self._json_members(body)
             params = check_request(action, params)
-            result = await self.actions.dispatch(action, params, request.host, caller)
+            result = await self.actions.dispatch(
+                action, params, request.host, caller, request.headers.get("X-Amzn-Trace-Id")
+            )
             self._count(action, "ok")
             if is_query:
                 return _respond_xml(200, query.response(action, result, request_id), request_id)

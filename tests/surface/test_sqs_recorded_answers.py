@@ -40,13 +40,18 @@ def _error(err: pytest.ExceptionInfo[ClientError]) -> tuple[str, str | None, str
     return e["Code"], e.get("QueryErrorCode"), e["Message"]
 
 
-def query(server: ServerProcess, params: dict[str, str], path: str = "/") -> Response:
+def query(
+    server: ServerProcess,
+    params: dict[str, str],
+    path: str = "/",
+    headers: dict[str, str] | None = None,
+) -> Response:
     body = urllib.parse.urlencode({"Version": "2012-11-05", **params})
     request = AWSRequest(
         "POST",
         server.url + path,
         data=body,
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        headers={"Content-Type": "application/x-www-form-urlencoded", **(headers or {})},
     )
     SigV4Auth(Credentials(SQS_KEY, SQS_SECRET), "sqs", "us-east-1").add_auth(request)
     return http("POST", server.url + path, body.encode(), dict(request.headers.items()))
@@ -216,3 +221,87 @@ def test_message_attribute_names_may_hold_letters_of_any_script(sqs: Any, queue:
             MessageAttributes={"Invalid-§-attr": {"StringValue": "v", "DataType": "String"}},
         )
     assert _error(err)[0] == "InvalidParameterValue"
+
+
+# --- X-Amzn-Trace-Id --------------------------------------------------------------------------
+
+TRACE = "Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1"
+
+
+def _traced(sqs: Any, trace: str = TRACE) -> Any:
+    def add_header(request: Any, **_: Any) -> None:
+        request.headers["X-Amzn-Trace-Id"] = trace
+
+    for operation in ("SendMessage", "SendMessageBatch"):
+        sqs.meta.events.register(f"before-send.sqs.{operation}", add_header)
+    return sqs
+
+
+def test_the_trace_header_of_a_send_is_the_message_aws_trace_header(
+    sqs_server: ServerProcess, sqs: Any, queue: str
+) -> None:
+    traced = _traced(sqs_server.sqs_client(retries={"max_attempts": 1}))
+    attributes = {"timestamp": {"StringValue": "1493147359900", "DataType": "Number"}}
+    sent = traced.send_message(QueueUrl=queue, MessageBody="test", MessageAttributes=attributes)
+    assert "MD5OfMessageSystemAttributes" not in sent  # the header is not a given attribute
+    [message] = sqs.receive_message(
+        QueueUrl=queue,
+        AttributeNames=["SentTimestamp", "AWSTraceHeader"],
+        MessageAttributeNames=["All"],
+        VisibilityTimeout=0,
+        WaitTimeSeconds=5,
+    )["Messages"]
+    assert set(message["Attributes"]) == {"SentTimestamp", "AWSTraceHeader"}
+    assert message["Attributes"]["AWSTraceHeader"] == TRACE
+    for asked in ({"MessageSystemAttributeNames": ["AWSTraceHeader"]}, {"AttributeNames": ["All"]}):
+        [again] = sqs.receive_message(
+            QueueUrl=queue, VisibilityTimeout=0, WaitTimeSeconds=5, **asked
+        )["Messages"]
+        assert again["Attributes"]["AWSTraceHeader"] == TRACE
+    [unasked] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"]
+    assert "Attributes" not in unasked
+
+
+def test_a_batch_traces_every_message_and_a_given_attribute_wins(sqs: Any, queue: str) -> None:
+    own = "Root=1-00000000-000000000000000000000000"
+    _traced(sqs).send_message_batch(
+        QueueUrl=queue,
+        Entries=[
+            {"Id": "a", "MessageBody": "a"},
+            {
+                "Id": "b",
+                "MessageBody": "b",
+                "MessageSystemAttributes": {
+                    "AWSTraceHeader": {"DataType": "String", "StringValue": own}
+                },
+            },
+        ],
+    )
+    traces: dict[str, str] = {}
+    for _ in range(10):
+        got = sqs.receive_message(
+            QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=2, AttributeNames=["All"]
+        )
+        traces |= {m["Body"]: m["Attributes"]["AWSTraceHeader"] for m in got.get("Messages", [])}
+        if len(traces) == 2:
+            break
+    assert traces == {"a": TRACE, "b": own}
+
+
+def test_the_trace_header_works_over_the_query_protocol(
+    sqs_server: ServerProcess, sqs: Any, queue: str
+) -> None:
+    params = {"Action": "SendMessage", "QueueUrl": queue, "MessageBody": "q"}
+    assert query(sqs_server, params, headers={"X-Amzn-Trace-Id": TRACE}).status == 200
+    [message] = sqs.receive_message(
+        QueueUrl=queue, WaitTimeSeconds=5, MessageSystemAttributeNames=["AWSTraceHeader"]
+    )["Messages"]
+    assert message["Attributes"] == {"AWSTraceHeader": TRACE}
+
+
+def test_an_empty_trace_header_traces_nothing(sqs: Any, queue: str) -> None:
+    _traced(sqs, "").send_message(QueueUrl=queue, MessageBody="x")
+    [message] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert "AWSTraceHeader" not in message["Attributes"]
