@@ -26,8 +26,8 @@ from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing n
     SendResult,
 )
 from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
+from okuri.sqs import fifo, move_tasks, paging, tags
 from okuri.sqs import messages as msg
-from okuri.sqs import move_tasks, paging, tags
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import (
     SqsError,
@@ -36,6 +36,7 @@ from okuri.sqs.errors import (
     queue_does_not_exist,
     queue_name_exists,
 )
+from okuri.sqs.receive_attempts import ReceiveAttempts
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COUNT_ATTRIBUTES = frozenset(
@@ -51,6 +52,7 @@ SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent
 # name like it, and requests are shape-checked before dispatch.
 TRACE_PARAM = "okuri:X-Amzn-Trace-Id"
 TRACED_ACTIONS = frozenset({"SendMessage", "SendMessageBatch"})
+DEDUP_ID_KEY = "okuri.dedup"  # a FIFO message's MessageDeduplicationId, as given or derived
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -79,6 +81,7 @@ class SqsActions:
         self.region = region
         self.account_id = account_id
         self.public_url = public_url.rstrip("/") if public_url else None
+        self.attempts = ReceiveAttempts()
         self._handlers: dict[str, Handler] = {
             "CreateQueue": self.create_queue,
             "GetQueueUrl": self.get_queue_url,
@@ -149,6 +152,7 @@ class SqsActions:
         name = p["QueueName"]
         qa.validate_queue_name(name)
         given = p.get("Attributes") or {}
+        qa.check_fifo_name(name, given)
         attrs = qa.parse_queue_attributes(given, None, for_create=True)
         attrs = tags.with_tags(attrs, tags.check_create_tags(p.get("tags")))
         existing = await self._existing(name)
@@ -275,13 +279,18 @@ class SqsActions:
             **msg.encode_message_attributes(system),
             SENDER_KEY: caller,
         }
+        group_id, dedup_id = entry.get("MessageGroupId"), entry.get("MessageDeduplicationId")
+        if attrs.fifo:
+            group_id, dedup_id = fifo.check_send(entry, attrs)
+            stored_system[DEDUP_ID_KEY] = dedup_id
+            dedup_id = fifo.dedup_key(attrs, group_id, dedup_id)
         request = SendRequest(
             body=body.encode(),
             delay_s=delay,
             attributes=msg.encode_message_attributes(user),
             system_attributes=stored_system,
-            group_id=entry.get("MessageGroupId"),
-            dedup_id=entry.get("MessageDeduplicationId"),
+            group_id=group_id,
+            dedup_id=dedup_id,
         )
         return request, md5s
 
@@ -293,7 +302,7 @@ class SqsActions:
         attrs = await self._queue_attrs(name)
         request, md5s = self._send_request(p, attrs, caller, trace=p.get(TRACE_PARAM))
         result = await self.engine.send_one(name, request)
-        return {**md5s, "MessageId": result.message_id}
+        return {**md5s, "MessageId": result.message_id, **_sequence(result)}
 
     async def send_message_batch(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
@@ -322,7 +331,9 @@ class SqsActions:
         successful = []
         for (entry_id, _, md5s), res in zip(accepted, results, strict=True):
             if isinstance(res, SendResult):
-                successful.append({"Id": entry_id, "MessageId": res.message_id, **md5s})
+                successful.append(
+                    {"Id": entry_id, "MessageId": res.message_id, **md5s, **_sequence(res)}
+                )
             elif isinstance(res, OkuriError):
                 failed.append(_failure(entry_id, from_okuri(res)))
             else:
@@ -354,10 +365,24 @@ class SqsActions:
         ]
         msg.check_system_attribute_names(system_names)
         user_names = p.get("MessageAttributeNames") or []
+        attempt = p.get("ReceiveRequestAttemptId")
+        if attempt is not None:
+            fifo.check_id("ReceiveRequestAttemptId", attempt)
+            attrs = await self._queue_attrs(name)
+            if not attrs.fifo:
+                attempt = None  # applies to FIFO queues only; SQS ignores it elsewhere
+            else:
+                seen = self.attempts.get(name, attempt, self.engine.clock.monotonic_s())
+                if seen is not None:
+                    return seen
         deliveries = await self.engine.receive(name, max_messages, visibility, wait)
         if not deliveries:
             return {}
-        return {"Messages": [self._render(d, name, system_names, user_names) for d in deliveries]}
+        out = {"Messages": [self._render(d, name, system_names, user_names) for d in deliveries]}
+        if attempt is not None:
+            vis = visibility if visibility is not None else attrs.visibility_timeout_s
+            self.attempts.put(name, attempt, out, self.engine.clock.monotonic_s(), vis)
+        return out
 
     def _render(
         self, d: Delivery, queue: str, system_names: Sequence[str], user_names: Sequence[str]
@@ -378,6 +403,8 @@ class SqsActions:
             first_receive_ms=d.first_receive_ms,
             trace_header=trace.get("StringValue") if isinstance(trace, dict) else None,
             group_id=m.group_id,
+            dedup_id=_stored_str(m.system_attributes.get(DEDUP_ID_KEY)),
+            sequence_number=d.sequence_number,
             dead_letter_source_arn=(
                 self.arn(m.dead_letter_source) if m.dead_letter_source is not None else None
             ),
@@ -512,6 +539,15 @@ def _finish_batch(
 def _batch_result(successful: list[Any], failed: list[Any]) -> dict[str, Any]:
     """SQS leaves `Failed` out of a batch answer when every entry succeeded."""
     return {"Successful": successful, "Failed": failed} if failed else {"Successful": successful}
+
+
+def _sequence(result: SendResult) -> dict[str, str]:
+    """A FIFO send's SequenceNumber member (none on a standard queue)."""
+    return {} if result.sequence_number is None else {"SequenceNumber": result.sequence_number}
+
+
+def _stored_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _failure(entry_id: str, err: SqsError) -> dict[str, Any]:

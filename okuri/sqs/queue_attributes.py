@@ -19,8 +19,11 @@ What maps where:
   stored verbatim (booleans lower-cased) in `QueueAttrs.extra`, which the engine never reads.
   An empty Policy, RedriveAllowPolicy or KmsMasterKeyId removes it; KmsDataKeyReusePeriodSeconds
   set to its default 300 disappears from GetQueueAttributes, as SQS's does (recorded).
-- FIFO: okuri serves standard queues only. FifoQueue=true or a ".fifo" name raises
-  `FifoUnsupported`; the other FIFO-only attributes answer as SQS answers them on a standard queue.
+- FIFO: FifoQueue=true and a ".fifo" name go together (either alone is InvalidParameterValue);
+  `QueueAttrs.fifo` is set at creation and never changes. ContentBasedDeduplication,
+  DeduplicationScope (queue | messageGroup) and FifoThroughputLimit (perQueue |
+  perMessageGroupId, the latter only with messageGroup scope) live in `extra` and read back with
+  SQS's defaults; on a standard queue they answer as SQS answers them there.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from okuri.sqs.messages import SqsInputError
 
 __all__ = [
     "QUEUE_ATTRIBUTE_NAMES",
-    "FifoUnsupported",
     "RedrivePolicy",
     "SqsInputError",
     "attrs_equal_for_create",
@@ -50,11 +52,17 @@ __all__ = [
 ]
 
 
-class FifoUnsupported(SqsInputError):
-    """The request asks for a FIFO queue, which okuri does not serve."""
-
-
-FIFO_UNSUPPORTED = "FIFO queues are not supported by okuri."
+FIFO_SUFFIX = ".fifo"
+# FIFO-only attributes: name -> (allowed values, SQS's default).
+FIFO_ATTRIBUTES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ContentBasedDeduplication": (("true", "false"), "false"),
+    "DeduplicationScope": (("queue", "messageGroup"), "queue"),
+    "FifoThroughputLimit": (("perQueue", "perMessageGroupId"), "perQueue"),
+}
+FIFO_NAME_MISMATCH = (
+    "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
+    "underscores, must end with .fifo suffix and be 1 to 80 in length."
+)
 
 # QueueAttributeName in the API model, "All" aside.
 QUEUE_ATTRIBUTE_NAMES: tuple[str, ...] = (
@@ -108,7 +116,9 @@ tag_key_chars_max = 128
 tag_value_chars_max = 256
 
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
-_QUEUE_ARN = re.compile(r"arn:(aws[A-Za-z-]*):sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_-]{1,80})")
+_QUEUE_ARN = re.compile(
+    r"arn:(aws[A-Za-z-]*):sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)"
+)
 _REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 _SSE_CONFLICT = (
     "You can use one type of server-side encryption (SSE) at one time. "
@@ -128,9 +138,7 @@ def _unknown(name: str) -> SqsInputError:
 
 
 def validate_queue_name(name: Any) -> str:
-    """CreateQueue's QueueName: 1-80 of [A-Za-z0-9_-]; a ".fifo" name raises FifoUnsupported."""
-    if isinstance(name, str) and name.endswith(".fifo") and QUEUE_NAME.fullmatch(name[:-5]):
-        raise FifoUnsupported("InvalidParameterValue", FIFO_UNSUPPORTED)
+    """CreateQueue's QueueName: 1-80 of [A-Za-z0-9_-], ".fifo" counted for a FIFO queue."""
     if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
         raise SqsInputError(
             "InvalidParameterValue",
@@ -301,16 +309,32 @@ def _parse_boolean(name: str, raw: str) -> str:
     return lowered
 
 
-def _check_names(attributes: Mapping[Any, Any], for_create: bool) -> None:
-    """Refuse names SQS would refuse on a standard queue, FIFO first for the clearest answer."""
-    if for_create and "FifoQueue" in attributes:
-        fifo = attributes["FifoQueue"]
-        if isinstance(fifo, str) and fifo.lower() == "true":
-            raise FifoUnsupported("InvalidAttributeValue", FIFO_UNSUPPORTED)
-        if not isinstance(fifo, str) or fifo.lower() != "false":
-            raise _bad_value("FifoQueue")
+def wants_fifo(attributes: Any) -> bool:
+    """Does a CreateQueue's Attributes map ask for a FIFO queue (FifoQueue=true)?"""
+    if not isinstance(attributes, Mapping) or "FifoQueue" not in attributes:
+        return False
+    fifo = attributes["FifoQueue"]
+    if not isinstance(fifo, str) or fifo.lower() not in ("true", "false"):
+        raise _bad_value("FifoQueue")
+    return fifo.lower() == "true"
+
+
+def check_fifo_name(name: str, attributes: Any) -> bool:
+    """A ".fifo" name and FifoQueue=true go together, as SQS requires; whether it is FIFO."""
+    fifo = wants_fifo(attributes)
+    if fifo != name.endswith(FIFO_SUFFIX):
+        raise SqsInputError("InvalidParameterValue", FIFO_NAME_MISMATCH)
+    return fifo
+
+
+def _check_names(attributes: Mapping[Any, Any], for_create: bool, fifo: bool) -> None:
+    """Refuse names SQS would refuse on this kind of queue."""
+    if for_create:
+        wants_fifo(attributes)
     for name in attributes:
         if name in _SETTABLE or (for_create and name == "FifoQueue"):
+            continue
+        if fifo and name in FIFO_ATTRIBUTES:
             continue
         if name in _FIFO_SCOPED:
             # SQS's answer on a standard queue (recorded).
@@ -342,18 +366,26 @@ def parse_queue_attributes(
         raise SqsInputError(
             "InvalidParameterValue", "Value for parameter Attributes is invalid. Reason: not a map."
         )
-    _check_names(attributes, for_create)
-    fields: dict[str, Any] = {}
+    fifo = wants_fifo(attributes) if for_create else base.fifo
+    _check_names(attributes, for_create, fifo)
+    fields: dict[str, Any] = {"fifo": fifo}
     extra = dict(base.extra)
     for name, raw in attributes.items():
         if not isinstance(raw, str):
             raise _bad_value(name)
         if name == "FifoQueue":
             continue
+        if name in FIFO_ATTRIBUTES:
+            extra[name] = _fifo_value(name, raw)
+            continue
         if name in _INTEGER_ATTRIBUTES:
             fields[_INTEGER_ATTRIBUTES[name][0]] = _parse_integer(name, raw)
         elif name == "RedrivePolicy":
             policy = parse_redrive_policy(raw)
+            if policy is not None and policy.dead_letter_queue.endswith(FIFO_SUFFIX) != fifo:
+                raise _policy_error(
+                    "RedrivePolicy", raw, "Dead-letter target must be of same type as the source."
+                )
             fields["dead_letter_queue"] = None if policy is None else policy.dead_letter_queue
             fields["max_receive_count"] = None if policy is None else policy.max_receive_count
         elif name == "Policy":
@@ -383,12 +415,33 @@ def parse_queue_attributes(
                 extra[name] = str(int(raw))
         elif name == "SqsManagedSseEnabled":
             extra[name] = _parse_boolean(name, raw)
+    if fifo_setting(extra, "FifoThroughputLimit") == "perMessageGroupId" and (
+        fifo_setting(extra, "DeduplicationScope") != "messageGroup"
+    ):
+        raise SqsInputError(
+            "InvalidAttributeValue",
+            "The perMessageGroupId value is allowed only when the value for "
+            "DeduplicationScope is messageGroup.",
+        )
     if attributes.get("SqsManagedSseEnabled", "").lower() == "true" and extra.get("KmsMasterKeyId"):
         # SQS's code and text (recorded).
         raise SqsInputError("InvalidAttributeName", _SSE_CONFLICT)
     if attributes.get("KmsMasterKeyId") and "SqsManagedSseEnabled" not in attributes:
         extra["SqsManagedSseEnabled"] = "false"  # SSE-KMS replaces SSE-SQS (recorded)
     return replace(base, **fields, extra=extra)
+
+
+def _fifo_value(name: str, raw: str) -> str:
+    allowed = FIFO_ATTRIBUTES[name][0]
+    for value in allowed:  # SQS takes true/false in any case; the enumerations exactly
+        if raw == value or (name == "ContentBasedDeduplication" and raw.lower() == value):
+            return value
+    raise _bad_value(name)
+
+
+def fifo_setting(extra: Mapping[str, str], name: str) -> str:
+    """A FIFO attribute's value, SQS's default when never set."""
+    return extra.get(name, FIFO_ATTRIBUTES[name][1])
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -448,6 +501,9 @@ def render_queue_attributes(
     }
     if full["SqsManagedSseEnabled"] is None:
         full["SqsManagedSseEnabled"] = "true"
+    if attrs.fifo:
+        full["FifoQueue"] = "true"
+        full.update({name: fifo_setting(attrs.extra, name) for name in FIFO_ATTRIBUTES})
     selected = full if "All" in wanted else {n: full.get(n) for n in wanted}
     return {name: value for name, value in selected.items() if value is not None}
 
@@ -462,7 +518,9 @@ def _canonical(attrs: QueueAttrs, name: str) -> object:
     if name == "RedrivePolicy":
         return (attrs.dead_letter_queue, attrs.max_receive_count)
     if name == "FifoQueue":
-        return "false"
+        return "true" if attrs.fifo else "false"
+    if name in FIFO_ATTRIBUTES:
+        return fifo_setting(attrs.extra, name)
     value = attrs.extra.get(name)
     if name in ("Policy", "RedriveAllowPolicy"):
         return None if value is None else json.loads(value)

@@ -39,6 +39,7 @@ MiB = 1024 * 1024
 QUEUE = "@queue-url"  # a queue the module creates (default attributes)
 QUEUE_NAME = "@queue-name"  # that queue's name
 GONE = "@missing-queue-url"  # a well-formed URL of a queue that does not exist
+FIFO_QUEUE = "@fifo-queue-url"  # a FIFO queue the module creates (explicit deduplication ids)
 
 
 # --- signing ------------------------------------------------------------------------------------
@@ -567,13 +568,54 @@ CASES = [
     invalid("CreateQueue-bad-name", "CreateQueue", {"QueueName": "bad name!"}),
     invalid("CreateQueue-empty-name", "CreateQueue", {"QueueName": ""}),
     invalid("CreateQueue-81-character-name", "CreateQueue", {"QueueName": "q" * 81}),
-    invalid("CreateQueue-fifo-name", "CreateQueue", {"QueueName": "jobs.fifo"}),
-    case(
-        "CreateQueue-FifoQueue-true",
+    invalid("CreateQueue-fifo-name-without-FifoQueue", "CreateQueue", {"QueueName": "jobs.fifo"}),
+    invalid(
+        "CreateQueue-FifoQueue-true-without-fifo-name",
         "CreateQueue",
         {"QueueName": "fifo-attr", "Attributes": {"FifoQueue": "true"}},
-        400,
-        "InvalidAttributeValue",
+    ),
+    invalid(
+        "CreateQueue-fifo-with-a-standard-dead-letter-queue",
+        "CreateQueue",
+        {
+            "QueueName": "fifo-dlq.fifo",
+            "Attributes": {
+                "FifoQueue": "true",
+                "RedrivePolicy": '{"deadLetterTargetArn":'
+                '"arn:aws:sqs:us-east-1:000000000000:standard","maxReceiveCount":3}',
+            },
+        },
+    ),
+    missing(
+        "SendMessage-fifo-no-MessageGroupId",
+        "SendMessage",
+        {"QueueUrl": FIFO_QUEUE, "MessageBody": "x", "MessageDeduplicationId": "d"},
+    ),
+    invalid(
+        "SendMessage-fifo-no-MessageDeduplicationId",
+        "SendMessage",
+        {"QueueUrl": FIFO_QUEUE, "MessageBody": "x", "MessageGroupId": "g"},
+    ),
+    invalid(
+        "SendMessage-fifo-bad-MessageDeduplicationId",
+        "SendMessage",
+        {
+            "QueueUrl": FIFO_QUEUE,
+            "MessageBody": "x",
+            "MessageGroupId": "g",
+            "MessageDeduplicationId": "with space",
+        },
+    ),
+    invalid(
+        "SendMessage-fifo-per-message-DelaySeconds",
+        "SendMessage",
+        {
+            "QueueUrl": FIFO_QUEUE,
+            "MessageBody": "x",
+            "MessageGroupId": "g",
+            "MessageDeduplicationId": "d",
+            "DelaySeconds": 5,
+        },
     ),
     case(
         "CreateQueue-unknown-attribute",
@@ -768,7 +810,20 @@ def markers(sqs_server: ServerProcess) -> dict[str, str]:
     assert answer.status == 200, answer.text
     url = str(json.loads(answer.body)["QueueUrl"])
     gone = url.rsplit("/", 1)[0] + f"/no-such-queue-{uuid.uuid4().hex[:10]}"
-    return {QUEUE: url, QUEUE_NAME: name, GONE: gone}
+    fifo = Case(
+        "CreateQueue",
+        {
+            "QueueName": f"bad-input-{uuid.uuid4().hex[:10]}.fifo",
+            "Attributes": {"FifoQueue": "true"},
+        },
+        200,
+        "",
+        "",
+    )
+    answer = _send_case(sqs_server, fifo, {})
+    assert answer.status == 200, answer.text
+    fifo_url = str(json.loads(answer.body)["QueueUrl"])
+    return {QUEUE: url, QUEUE_NAME: name, GONE: gone, FIFO_QUEUE: fifo_url}
 
 
 @pytest.mark.parametrize("c", CASES)

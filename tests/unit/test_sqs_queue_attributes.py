@@ -12,7 +12,7 @@ import pytest
 from okuri import limits
 from okuri.core.state import QueueAttrs
 from okuri.sqs import queue_attributes as qa
-from okuri.sqs.queue_attributes import FifoUnsupported, SqsInputError
+from okuri.sqs.queue_attributes import SqsInputError
 
 DLQ_ARN = "arn:aws:sqs:eu-west-1:123456789012:my-dlq"
 
@@ -139,11 +139,20 @@ def test_fifo_throughput_attributes_answer_as_on_a_standard_queue(name: str) -> 
 
 
 @pytest.mark.parametrize("value", ["true", "True", "TRUE"])
-def test_fifo_queue_true_on_create_is_unsupported(value: str) -> None:
-    with pytest.raises(FifoUnsupported) as err:
-        parse({"FifoQueue": value, "ContentBasedDeduplication": "true"})
-    assert err.value.code == "InvalidAttributeValue"
-    assert err.value.message == qa.FIFO_UNSUPPORTED
+def test_fifo_queue_true_on_create_makes_a_fifo_queue(value: str) -> None:
+    attrs = parse({"FifoQueue": value, "ContentBasedDeduplication": "true"})
+    assert attrs.fifo
+    assert qa.fifo_setting(attrs.extra, "ContentBasedDeduplication") == "true"
+    assert qa.fifo_setting(attrs.extra, "DeduplicationScope") == "queue"
+
+
+def test_fifo_name_and_attribute_go_together() -> None:
+    assert qa.check_fifo_name("jobs.fifo", {"FifoQueue": "true"})
+    assert not qa.check_fifo_name("jobs", {"FifoQueue": "false"})
+    for name, attrs in (("jobs.fifo", {}), ("jobs", {"FifoQueue": "true"})):
+        with pytest.raises(SqsInputError) as err:
+            qa.check_fifo_name(name, attrs)
+        assert err.value.code == "InvalidParameterValue"
 
 
 def test_fifo_queue_false_on_create_is_accepted_and_changes_nothing() -> None:
@@ -229,7 +238,7 @@ def test_redrive_policy_renders_as_sqs_does_with_an_integer_count() -> None:
         ),
         (
             redrive(3, "arn:aws:sqs:eu-west-1:123456789012:q.fifo"),
-            "Invalid value for deadLetterTargetArn.",
+            "Dead-letter target must be of same type as the source.",
         ),
         (
             redrive(3, "arn:aws:sqs:eu-west-1:123456789012:" + "q" * 81),
@@ -535,16 +544,17 @@ def test_queue_names_accepted(name: str) -> None:
 def test_queue_names_refused(name: Any) -> None:
     with pytest.raises(SqsInputError) as err:
         qa.validate_queue_name(name)
-    assert not isinstance(err.value, FifoUnsupported)
     assert err.value.code == "InvalidParameterValue"
 
 
-@pytest.mark.parametrize("name", ["orders.fifo", "q" * 80 + ".fifo"])
-def test_fifo_queue_names_are_unsupported(name: str) -> None:
-    with pytest.raises(FifoUnsupported) as err:
-        qa.validate_queue_name(name)
-    assert err.value.code == "InvalidParameterValue"
-    assert err.value.message == qa.FIFO_UNSUPPORTED
+@pytest.mark.parametrize("name", ["orders.fifo", "q" * 75 + ".fifo"])
+def test_fifo_queue_names_are_accepted(name: str) -> None:
+    assert qa.validate_queue_name(name) == name
+
+
+def test_a_fifo_name_past_80_characters_is_refused() -> None:
+    with pytest.raises(SqsInputError):
+        qa.validate_queue_name("q" * 76 + ".fifo")
 
 
 def test_fifty_tags_pass_and_fifty_one_are_refused() -> None:
@@ -641,5 +651,6 @@ def test_create_compares_only_the_attributes_the_request_names(
 def test_create_of_an_existing_queue_still_validates_the_request() -> None:
     with pytest.raises(SqsInputError):
         qa.attrs_equal_for_create({"VisibilityTimeout": "x"}, QueueAttrs())
-    with pytest.raises(FifoUnsupported):
-        qa.attrs_equal_for_create({"FifoQueue": "true"}, QueueAttrs())
+    with pytest.raises(SqsInputError):
+        qa.attrs_equal_for_create({"FifoQueue": "maybe"}, QueueAttrs())
+    assert qa.create_conflict({"FifoQueue": "true"}, QueueAttrs()) == "FifoQueue"
