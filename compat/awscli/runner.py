@@ -331,6 +331,16 @@ def _untag_queue(ctx: _Context) -> None:
     ctx.okuri.queue(ctx.named_queue("--queue-url"), tags=tags)
 
 
+def _remove_permission(ctx: _Context) -> None:
+    """The queue's policy holds the permission the example removes."""
+    ctx.okuri.client.add_permission(
+        QueueUrl=ctx.okuri.queue(ctx.named_queue("--queue-url")),
+        Label=ctx.option("--label")[0],
+        AWSAccountIds=[ctx.okuri.account_id],
+        Actions=["SendMessage"],
+    )
+
+
 def _start_message_move_task(ctx: _Context) -> None:
     """The source is a dead-letter queue holding redriven messages; the destination (if named)
     is the queue they came from."""
@@ -377,7 +387,7 @@ PREPARE: dict[str, Callable[[_Context], None]] = {
     "list-queues": _nothing_more,
     "purge-queue": _purge_queue,
     "receive-message": _receive_message,
-    "remove-permission": _nothing_more,
+    "remove-permission": _remove_permission,
     "send-message": _nothing_more,
     "send-message-batch": _nothing_more,
     "set-queue-attributes": _nothing_more,

@@ -3,8 +3,8 @@
 Each action takes the request's already shape-checked JSON members, applies SQS's own rules and
 limits, calls the engine, and returns the JSON members SQS answers with. Queues are named by
 URL; any URL whose last path segment is a queue's name reaches it, on every node. The fourteen
-core actions are here; tags live in `okuri.sqs.tags`, dead-letter sources and message move tasks
-in `okuri.sqs.move_tasks`.
+core actions are here; tags live in `okuri.sqs.tags`, permissions in `okuri.sqs.permissions`,
+dead-letter sources and message move tasks in `okuri.sqs.move_tasks`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing n
     SendResult,
 )
 from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
-from okuri.sqs import fifo, move_tasks, paging, tags
+from okuri.sqs import fifo, move_tasks, paging, permissions, tags
 from okuri.sqs import messages as msg
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import (
@@ -65,6 +65,8 @@ EXTENSIONS: dict[str, Extension] = {
     "StartMessageMoveTask": move_tasks.start_message_move_task,
     "ListMessageMoveTasks": move_tasks.list_message_move_tasks,
     "CancelMessageMoveTask": move_tasks.cancel_message_move_task,
+    "AddPermission": permissions.add_permission,
+    "RemovePermission": permissions.remove_permission,
 }
 
 
@@ -219,9 +221,8 @@ class SqsActions:
             created_s=st.created_ms // 1000,
             modified_s=(st.modified_ms or st.created_ms) // 1000,
         )
-        return {
-            "Attributes": {k: v for k, v in rendered.items() if not k.startswith(tags.TAG_PREFIX)}
-        }
+        shown = {k: v for k, v in rendered.items() if not k.startswith(tags.TAG_PREFIX)}
+        return {"Attributes": shown} if shown else {}  # none to show: no member (recorded)
 
     async def set_queue_attributes(
         self, p: dict[str, Any], host: str, caller: str

@@ -37,6 +37,8 @@ REQUEST_LISTS: dict[str, str] = {
     "MessageAttributeName": "MessageAttributeNames",
     "MessageSystemAttributeName": "MessageSystemAttributeNames",
     "TagKey": "TagKeys",
+    "AWSAccountId": "AWSAccountIds",
+    "ActionName": "Actions",
     "StringListValue": "StringListValues",
     "BinaryListValue": "BinaryListValues",
 }
@@ -66,6 +68,8 @@ NO_RESULT = frozenset(
         "ChangeMessageVisibility",
         "TagQueue",
         "UntagQueue",
+        "AddPermission",
+        "RemovePermission",
     }
 )
 # Actions that address the service rather than a queue: SQS refuses them sent to a queue's URL

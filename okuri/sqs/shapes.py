@@ -180,10 +180,15 @@ ACTIONS: dict[str, tuple[dict[str, Check], tuple[str, ...]]] = {
     ),
     "ListMessageMoveTasks": ({"SourceArn": string, "MaxResults": integer}, ("SourceArn",)),
     "CancelMessageMoveTask": ({"TaskHandle": string}, ("TaskHandle",)),
+    "AddPermission": (
+        {"QueueUrl": string, "Label": string, "AWSAccountIds": string_list, "Actions": string_list},
+        ("QueueUrl", "Label", "AWSAccountIds", "Actions"),
+    ),
+    "RemovePermission": ({"QueueUrl": string, "Label": string}, ("QueueUrl", "Label")),
 }
 
-# Actions SQS has that okuri does not serve: they answer UnsupportedOperation by name.
-UNSUPPORTED = frozenset({"AddPermission", "RemovePermission"})
+# Actions SQS has that okuri does not serve: they answer UnsupportedOperation by name (none today).
+UNSUPPORTED: frozenset[str] = frozenset()
 
 
 def check_request(action: str, body: Any) -> dict[str, Any]:

@@ -38,6 +38,7 @@ MiB = 1024 * 1024
 # Markers filled in per server: the table is built before any server exists.
 QUEUE = "@queue-url"  # a queue the module creates (default attributes)
 QUEUE_NAME = "@queue-name"  # that queue's name
+ACCOUNT = "000000000000"  # okuri's account id
 GONE = "@missing-queue-url"  # a well-formed URL of a queue that does not exist
 FIFO_QUEUE = "@fifo-queue-url"  # a FIFO queue the module creates (explicit deduplication ids)
 
@@ -237,17 +238,26 @@ CASES = [
     ),
     # --- target and protocol ---
     case("unknown-action", "Frobnicate", {}, 400, "InvalidAction"),
-    namespaced(
-        "unsupported-action-AddPermission",
+    invalid(
+        "add-permission-account-id-not-12-digits",
         "AddPermission",
         {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": ["1"], "Actions": ["SendMessage"]},
-        "UnsupportedOperation",
     ),
-    namespaced(
-        "unsupported-action-RemovePermission",
-        "RemovePermission",
-        {"QueueUrl": QUEUE, "Label": "l"},
-        "UnsupportedOperation",
+    case(
+        "add-permission-8-actions",
+        "AddPermission",
+        {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": [ACCOUNT], "Actions": ["*"] * 8},
+        400,
+        "OverLimit",
+    ),
+    serialization(
+        "add-permission-actions-not-a-list",
+        "AddPermission",
+        {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": [ACCOUNT], "Actions": "*"},
+    ),
+    missing("remove-permission-without-label", "RemovePermission", {"QueueUrl": QUEUE}),
+    invalid(
+        "remove-permission-unknown-label", "RemovePermission", {"QueueUrl": QUEUE, "Label": "l"}
     ),
     case("missing-target", None, {}, 400, "MissingAction"),
     case("target-without-service-prefix", None, {}, 400, "InvalidAction", target="ListQueues"),

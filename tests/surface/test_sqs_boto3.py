@@ -256,11 +256,10 @@ def test_queue_errors(sqs: Any, queue: str) -> None:
     assert _code(err) == "InvalidParameterValue"
 
 
-def test_unimplemented_actions_answer_unsupported_operation(sqs: Any, queue: str) -> None:
+def test_list_values_answer_unsupported_operation(sqs: Any, queue: str) -> None:
+    listed = {"DataType": "String", "StringValue": "a", "StringListValues": ["a"]}
     with pytest.raises(sqs.exceptions.UnsupportedOperation) as err:
-        sqs.add_permission(
-            QueueUrl=queue, Label="l", AWSAccountIds=["111111111111"], Actions=["SendMessage"]
-        )
+        sqs.send_message(QueueUrl=queue, MessageBody="x", MessageAttributes={"a": listed})
     assert _code(err) == "AWS.SimpleQueueService.UnsupportedOperation"
 
 

@@ -121,24 +121,22 @@ def test_every_core_action_through_the_cli(sqs_server: ServerProcess) -> None:
     assert "NonExistentQueue" in err or "QueueDoesNotExist" in err
 
 
-def test_cli_reports_unsupported_actions_by_name(sqs_server: ServerProcess) -> None:
+def test_cli_adds_and_removes_a_permission(sqs_server: ServerProcess) -> None:
     url = aws(sqs_server, "create-queue", "--queue-name", f"cli-u-{uuid.uuid4().hex[:6]}")[
         "QueueUrl"
     ]
-    err = aws(
-        sqs_server,
-        "add-permission",
-        "--queue-url",
-        url,
-        "--label",
-        "l",
-        "--aws-account-ids",
-        "111111111111",
-        "--actions",
-        "SendMessage",
-        ok=False,
+    grant = ["--queue-url", url, "--label", "l", "--aws-account-ids", "111111111111"]
+    aws(sqs_server, "add-permission", *grant, "--actions", "SendMessage")
+    policy = aws(
+        sqs_server, "get-queue-attributes", "--queue-url", url, "--attribute-names", "Policy"
     )
-    assert "UnsupportedOperation" in err
+    [statement] = json.loads(policy["Attributes"]["Policy"])["Statement"]
+    assert (statement["Sid"], statement["Action"]) == ("l", "SQS:SendMessage")
+    err = aws(sqs_server, "add-permission", *grant, "--actions", "CreateQueue", ok=False)
+    assert "InvalidParameterValue" in err
+    aws(sqs_server, "remove-permission", "--queue-url", url, "--label", "l")
+    err = aws(sqs_server, "remove-permission", "--queue-url", url, "--label", "l", ok=False)
+    assert "can't find label" in err
 
 
 @pytest.fixture(autouse=True)

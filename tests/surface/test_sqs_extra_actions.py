@@ -400,16 +400,6 @@ def test_list_and_cancel_refusals_as_sqs_answers_them(sqs: Any) -> None:
     )
 
 
-def test_permissions_stay_unsupported(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName=_name("perm"))["QueueUrl"]
-    with pytest.raises(sqs.exceptions.UnsupportedOperation):
-        sqs.add_permission(
-            QueueUrl=url, Label="l", AWSAccountIds=["111111111111"], Actions=["SendMessage"]
-        )
-    with pytest.raises(sqs.exceptions.UnsupportedOperation):
-        sqs.remove_permission(QueueUrl=url, Label="l")
-
-
 # --- shutdown -----------------------------------------------------------------------------------
 
 

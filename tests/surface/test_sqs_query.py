@@ -323,9 +323,9 @@ def test_a_get_naming_no_action_is_an_unknown_operation(
     [
         ({"Action": "Frobnicate"}, 400, "InvalidAction"),
         (
-            {"Action": "AddPermission", "QueueUrl": "x"},
+            {"Action": "AddPermission", "QueueUrl": "/0/qp-none", "Label": "l"},
             400,
-            "AWS.SimpleQueueService.UnsupportedOperation",
+            "MissingParameter",
         ),
         ({"Action": "GetQueueUrl"}, 400, "MissingParameter"),
         (
