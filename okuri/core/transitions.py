@@ -55,8 +55,8 @@ class Ack:
 
     A consumer deletes only what it has processed, so an earlier receipt is as good as the
     newest for at-least-once delivery; a node that died holding leases taken ahead must not turn
-    a processed message's delete into a redelivery. Visibility changes and dead-lettering keep
-    the exact-epoch fence.
+    a processed message's delete into a redelivery. Dead-lettering and releases keep the
+    exact-epoch fence.
     """
 
     seq: int
@@ -67,6 +67,8 @@ class Ack:
 
 @dataclass(frozen=True, slots=True)
 class ChangeVisibility:
+    """Set a message's visibility from now, given a receipt from any receive of it so far."""
+
     seq: int
     idx: int
     epoch: int
@@ -132,7 +134,7 @@ class LeaseResult:
 
 
 AckResult = Literal["acked", "stale", "gone"]
-VisibilityResult = Literal["ok", "stale", "gone", "not_inflight"]
+VisibilityResult = Literal["ok", "stale", "gone"]
 Result = LeaseResult | AckResult | VisibilityResult | bool
 
 
@@ -353,12 +355,12 @@ def _ack(st: QueueState, op: Ack) -> AckResult:
 
 
 def _change_visibility(st: QueueState, now_ms: int, op: ChangeVisibility) -> VisibilityResult:
-    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+    # As SQS answers (recorded): a receipt from any receive so far, and a lease already run out,
+    # still set the message's visibility from now.
+    seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation, earlier=True)
     if isinstance(seg, str):
         return seg
-    receives, until_ms, first_ms = seg.leases[op.idx]
-    if until_ms <= now_ms:
-        return "not_inflight"
+    receives, _until_ms, first_ms = seg.leases[op.idx]
     seg.leases[op.idx] = (receives, now_ms + op.visibility_ms, first_ms)
     return "ok"
 

@@ -271,12 +271,12 @@ def test_a_receipt_from_an_earlier_receive_still_deletes_after_redelivery() -> N
     ]
 
 
-def test_an_earlier_receipt_cannot_change_visibility_or_release() -> None:
+def test_an_earlier_receipt_changes_visibility_but_cannot_release() -> None:
     st, first = lease(adopt(fresh(), 1), T0, vis=1_000)
     st, _second = lease(st, T0 + 2_000)
     g = first.granted[0]
     out = step(st, T0 + 2_001, ChangeVisibility(g.seq, g.idx, g.epoch, 0))
-    assert out.results == ["stale"] and not out.changed
+    assert out.results == ["ok"] and out.state.segments[0].leases[0] == (2, T0 + 2_001, T0)
     out = step(st, T0 + 2_001, Release(g.seq, g.idx, g.epoch))
     assert out.results == [False] and not out.changed
 
@@ -360,22 +360,29 @@ def test_change_visibility_to_zero_makes_the_message_visible_at_once() -> None:
     assert again.granted == (Grant(0, 0, 2, T0),)
 
 
-def test_change_visibility_with_a_stale_receipt_is_refused() -> None:
+def test_change_visibility_with_an_earlier_receipt_applies_as_on_sqs() -> None:
     st, first = lease(adopt(fresh(), 1), T0, vis=1_000)
     st, _ = lease(st, T0 + 1_000)
     g = first.granted[0]
     out = step(st, T0 + 1_001, ChangeVisibility(g.seq, g.idx, g.epoch, 0))
+    assert out.results == ["ok"]
+    assert out.state.segments[0].leases[0] == (2, T0 + 1_001, T0)
+
+
+def test_change_visibility_with_a_receipt_never_handed_out_is_stale() -> None:
+    st, res = lease(adopt(fresh(), 1), T0, vis=1_000)
+    g = res.granted[0]
+    out = step(st, T0 + 1, ChangeVisibility(g.seq, g.idx, g.epoch + 1, 0))
     assert out.results == ["stale"]
     assert not out.changed
 
 
-def test_change_visibility_after_the_lease_ran_out_is_not_inflight() -> None:
+def test_change_visibility_after_the_lease_ran_out_applies_from_now() -> None:
     st, res = lease(adopt(fresh(), 1), T0, vis=1_000)
     g = res.granted[0]
     out = step(st, T0 + 1_000, ChangeVisibility(g.seq, g.idx, g.epoch, 5_000))
-    assert out.results == ["not_inflight"]
-    assert not out.changed
-    assert out.state.segments[0].leases[0] == (1, T0 + 1_000, T0)
+    assert out.results == ["ok"]
+    assert out.state.segments[0].leases[0] == (1, T0 + 6_000, T0)
 
 
 def test_change_visibility_of_a_finished_message_is_gone() -> None:

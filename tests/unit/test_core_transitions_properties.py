@@ -176,11 +176,11 @@ def test_random_histories_keep_invariants_and_never_grant_a_finished_message(
     count=st.integers(1, 6),
     visibilities=st.lists(st.sampled_from([0, 100, 1_000]), min_size=1, max_size=12),
 )
-def test_any_receipt_deletes_but_only_the_latest_changes_visibility(
+def test_any_receipt_deletes_and_changes_visibility(
     count: int, visibilities: list[int]
 ) -> None:
-    """Whatever the history of receives, every receipt of a message deletes it, while only the
-    newest may change its visibility; a receipt from a receive that never happened is stale."""
+    """Whatever the history of receives, every receipt of a message deletes it and changes its
+    visibility (as on SQS); a receipt from a receive that never happened is stale."""
     s = QueueState("q", "inc", T0, QueueAttrs(), modified_ms=T0)
     s = apply(s, T0, [Adopt(0, "sid", count, T0)], "a").state
     now = T0
@@ -200,7 +200,9 @@ def test_any_receipt_deletes_but_only_the_latest_changes_visibility(
         for g in old:
             assert apply(s, now, [Ack(g.seq, g.idx, g.epoch)], "x").results == ["acked"]
             vis = ChangeVisibility(g.seq, g.idx, g.epoch, 5)
-            assert apply(s, now, [vis], "v").results == ["stale"]
+            assert apply(s, now, [vis], "v").results == ["ok"]
+            too_new = ChangeVisibility(g.seq, g.idx, newest.epoch + 1, 5)
+            assert apply(s, now, [too_new], "w").results == ["stale"]
         assert apply(s, now, [Ack(newest.seq, newest.idx, newest.epoch)], "y").results == ["acked"]
         future = Ack(newest.seq, newest.idx, newest.epoch + 1)
         assert apply(s, now, [future], "z").results == ["stale"]
