@@ -33,6 +33,8 @@ class Message:
     # FIFO: the key a duplicate is recognised by (the deduplication id, scoped to the group when
     # the queue deduplicates per group); None on standard queues.
     dedup_key: str | None = None
+    # A dead letter's receives in the queue it left: its count goes on from there, as on SQS.
+    receives_before: int = 0
 
     @property
     def size_bytes(self) -> int:
@@ -84,6 +86,8 @@ def encode_segment(segment: Segment) -> bytes:
             meta["dls"] = m.dead_letter_source
         if m.dedup_key is not None:
             meta["ddk"] = m.dedup_key
+        if m.receives_before:
+            meta["rcv"] = m.receives_before
         metas.append(meta)
     header = orjson.dumps({"sid": segment.sid, "msgs": metas})
     return b"".join(
@@ -117,6 +121,7 @@ def decode_segment(data: bytes) -> Segment:
                     group_id=meta.get("grp"),
                     dead_letter_source=meta.get("dls"),
                     dedup_key=meta.get("ddk"),
+                    receives_before=meta.get("rcv", 0),
                 )
             )
             offset = end

@@ -100,7 +100,11 @@ class Finisher:
                 target,
                 [
                     replace(
-                        d.message, visible_at_ms=d.message.sent_ms, dead_letter_source=self.name
+                        d.message,
+                        visible_at_ms=d.message.sent_ms,
+                        dead_letter_source=self.name,
+                        # The receive that moved it delivered nothing: it does not count.
+                        receives_before=d.receive_count - 1,
                     )
                     for d in deliveries
                 ],

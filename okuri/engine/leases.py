@@ -129,7 +129,8 @@ class Receiver:
                     self._tasks.spawn(self._release_later())
                 dead.extend(ahead.dead)
             if dead:
-                self._tasks.spawn(self._dead_letter(dead))
+                # Moved before this receive answers, so the dead-letter queue has it at once.
+                await self._dead_letter(dead)
         return await self.slots.deliveries(await self.manifest.current(), grants)
 
     async def _discover_for(self, max_messages: int) -> None:

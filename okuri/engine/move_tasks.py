@@ -419,7 +419,13 @@ async def move_messages(engine: Engine, dest: str, deliveries: list[Delivery]) -
     await engine.send_raw(
         dest,
         [
-            replace(d.message, sent_ms=now, visible_at_ms=now, dead_letter_source=None)
+            replace(
+                d.message,
+                sent_ms=now,
+                visible_at_ms=now,
+                dead_letter_source=None,
+                receives_before=0,  # a redriven message's count starts over, as on SQS
+            )
             for d in deliveries
         ],
     )

@@ -236,11 +236,9 @@ class SlotLog:
                 continue
             receipt = Receipt(self.name, st.incarnation, g.seq, g.idx, g.epoch)
             number = sequence_number(g.seq, g.idx) if st.attrs.fifo else None
-            out.append(
-                Delivery(
-                    seg.messages[g.idx], receipt.encode(), g.epoch, g.first_receive_ms, number
-                )
-            )
+            m = seg.messages[g.idx]
+            count = m.receives_before + g.epoch
+            out.append(Delivery(m, receipt.encode(), count, g.first_receive_ms, number))
         return out
 
     # --- discovery ---------------------------------------------------------------------------

@@ -179,19 +179,20 @@ def test_visibility_timeout_change_and_redelivery(sqs: Any, queue: str) -> None:
         QueueUrl=queue, AttributeNames=["ApproximateReceiveCount"], WaitTimeSeconds=5
     )["Messages"][0]
     assert second["Attributes"]["ApproximateReceiveCount"] == "2"
-    # the first receipt is outdated now: it cannot change the visibility...
+    # the first receipt is outdated now, yet it still changes the visibility, as SQS answers
+    # (recorded)...
     res = sqs.change_message_visibility_batch(
         QueueUrl=queue,
         Entries=[
-            {"Id": "new", "ReceiptHandle": second["ReceiptHandle"], "VisibilityTimeout": 0},
+            {"Id": "new", "ReceiptHandle": second["ReceiptHandle"], "VisibilityTimeout": 30},
             {"Id": "old", "ReceiptHandle": first["ReceiptHandle"], "VisibilityTimeout": 0},
         ],
     )
-    assert [s["Id"] for s in res["Successful"]] == ["new"]
-    assert [f["Id"] for f in res["Failed"]] == ["old"]
+    assert sorted(s["Id"] for s in res["Successful"]) == ["new", "old"]
+    assert not res.get("Failed")
     third = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"][0]
     assert third["MessageId"] == first["MessageId"]
-    # ...but it still deletes the message, as SQS does in practice: it was processed
+    # ...and it still deletes the message, as SQS does in practice: it was processed
     sqs.delete_message(QueueUrl=queue, ReceiptHandle=first["ReceiptHandle"])
     sqs.delete_message(QueueUrl=queue, ReceiptHandle=third["ReceiptHandle"])  # already gone: ok
     assert "Messages" not in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)
