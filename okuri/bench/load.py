@@ -74,6 +74,23 @@ class Workload:
     drain_s: float
     wait_s: int
     backlog_max: int
+    # 0: a standard queue; N: a FIFO queue whose messages spread over N message groups (each
+    # with its own deduplication id), to compare with the standard queue under the same load.
+    fifo_groups: int = 0
+
+    def queue_request(self, name: str) -> dict[str, Any]:
+        """CreateQueue's parameters for the queue this workload runs on."""
+        if not self.fifo_groups:
+            return {"QueueName": name}
+        return {"QueueName": name + ".fifo", "Attributes": {"FifoQueue": "true"}}
+
+    def entry(self, producer: int, n: int, k: int) -> dict[str, Any]:
+        """The `k`th entry of a batch: message `n` of `producer`."""
+        entry: dict[str, Any] = {"Id": str(k), "MessageBody": make_body(producer, n)}
+        if self.fifo_groups:
+            entry["MessageGroupId"] = f"g{(producer * 7919 + n) % self.fifo_groups}"
+            entry["MessageDeduplicationId"] = f"{producer}-{n}"
+        return entry
 
 
 def default_backlog(producers: int, consumers: int) -> int:
@@ -136,10 +153,7 @@ class Driver:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._room.wait(), BACKLOG_POLL_S)
                 continue
-            entries = [
-                {"Id": str(k), "MessageBody": make_body(producer, seq + k)}
-                for k in range(BATCH_ENTRIES)
-            ]
+            entries = [self.workload.entry(producer, seq + k, k) for k in range(BATCH_ENTRIES)]
             seq += BATCH_ENTRIES
             try:
                 reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)

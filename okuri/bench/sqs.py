@@ -50,6 +50,7 @@ DRAIN_S_MAX = 120.0
 WAIT_S_MAX = 20
 LINGER_MS_MAX = 10_000
 BACKLOG_MAX = 1_000_000
+FIFO_GROUPS_MAX = 100_000
 NODES_MAX = 8  # okuri serve processes at once
 NODE_COUNTS_MAX = 8  # entries in --nodes
 
@@ -84,6 +85,7 @@ def measure(opts: Options) -> dict[str, Any]:
             "drain_s": w.drain_s,
             "wait_s": w.wait_s,
             "backlog_max": w.backlog_max,
+            "fifo_groups": w.fifo_groups,
             "batch_entries": BATCH_ENTRIES,
             "body_bytes": BODY_BYTES,
             "linger_ms": opts.linger_ms,
@@ -184,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="py-spy the (first) server over the window, collapsed stacks to FILE",
     )
+    add(
+        "--fifo-groups",
+        type=bounded(int, 0, FIFO_GROUPS_MAX),
+        default=0,
+        metavar="N",
+        help="run on a FIFO queue with N message groups (default 0: a standard queue)",
+    )
     add("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -202,6 +211,7 @@ def options(args: argparse.Namespace) -> Options:
                 if args.backlog_max is None
                 else args.backlog_max
             ),
+            fifo_groups=args.fifo_groups,
         ),
         linger_ms=args.linger_ms,
         peer=args.peer,

@@ -77,7 +77,8 @@ def render(result: dict[str, Any]) -> str:
         f"okuri bench sqs: {c['producers']} producers x SendMessageBatch({c['batch_entries']}), "
         f"{c['consumers']} consumers x ReceiveMessage({c['batch_entries']}, wait "
         f"{c['wait_s']} s) + DeleteMessageBatch; {c['body_bytes']}-byte bodies; "
-        f"{c['client']} client",
+        f"{c['client']} client"
+        + (f"; FIFO queue, {c['fifo_groups']} message groups" if c.get("fifo_groups") else ""),
         f"warm-up {c['warmup_s']:g} s, window {c['seconds']:g} s, drain <= {c['drain_s']:g} s; "
         f"backlog cap {c['backlog_max'] or 'none'}; okuri linger {linger}; store: {c['store']}",
         "",

@@ -143,7 +143,9 @@ async def drive(
     async with open_clients(target, client, workload) as clients:
         first: Any = clients[0]
         try:
-            created = await asyncio.wait_for(first.create_queue(QueueName=queue_name), SETUP_S)
+            created = await asyncio.wait_for(
+                first.create_queue(**workload.queue_request(queue_name)), SETUP_S
+            )
         except Exception as err:
             raise BenchError(f"{target.name}: cannot create queue {queue_name!r}: {err}") from err
         queue_url = created["QueueUrl"]

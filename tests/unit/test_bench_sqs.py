@@ -322,3 +322,25 @@ def test_profiler_without_output_is_a_bench_error(tmp_path: Path) -> None:
     asyncio.run(profiler.stop())
     with pytest.raises(servers.BenchError, match="py-spy wrote no profile"):
         profiler.check()
+
+
+def test_bench_sqs_on_a_fifo_queue_over_two_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--nodes", "2", "--seconds", "1.5", "--producers", "2", "--consumers", "2"]
+    assert sqs.cli_main([*argv, *SHORT, "--no-peer", "--fifo-groups", "50", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["config"]["fifo_groups"] == 50
+    (run,) = result["okuri"]
+    assert_moved_messages(run)
+    assert run["errors"] == 0
+    assert "FIFO queue, 50 message groups" in sqs_report.render(result)
+
+
+def test_a_fifo_workload_names_groups_and_deduplication_ids() -> None:
+    fifo = load.Workload(1, 1, 1.0, 0.0, 1.0, 0, 0, fifo_groups=3)
+    assert fifo.queue_request("q") == {"QueueName": "q.fifo", "Attributes": {"FifoQueue": "true"}}
+    entries = [fifo.entry(0, n, n) for n in range(6)]
+    assert {e["MessageGroupId"] for e in entries} == {"g0", "g1", "g2"}
+    assert len({e["MessageDeduplicationId"] for e in entries}) == 6
+    standard = load.Workload(1, 1, 1.0, 0.0, 1.0, 0, 0)
+    assert standard.queue_request("q") == {"QueueName": "q"}
+    assert set(standard.entry(0, 0, 0)) == {"Id", "MessageBody"}
