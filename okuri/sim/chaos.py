@@ -6,19 +6,50 @@ drawn in okuri/sim/config.py). Producers send small batches, some delayed, each 
 node; consumers abandon messages, sleep past their leases, change visibility and reuse receipts
 that may be stale by now; a purger empties the queue now and then; nodes crash throughout. After
 `fault_phase_s` the clients stop and the world's liveness phase drains and checks the queue.
+
+On a FIFO seed the producers spread their messages over the seed's message groups and send
+again with the same deduplication id: after an answer that never came (the node crashed, or
+the send failed), and now and then on purpose, sometimes twice at once through two nodes.
+Every attempt carries a body of its own, so the oracle can tell which attempt was enqueued.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from dataclasses import dataclass
 
+from okuri import limits
 from okuri.engine import SendRequest
 from okuri.engine.types import Delivery
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation
 from okuri.sim.history import Purged
-from okuri.sim.world import QUEUE, NodeDown, World
+from okuri.sim.world import NodeDown, World
+
+# A FIFO message is sent at most this many times with its deduplication id (lost answers and
+# resends on purpose together), so a producer finishes even while nodes keep crashing.
+FIFO_ATTEMPTS_MAX = 4
+# Of the consumers' visibility changes on a FIFO seed, this share gives some messages back and
+# keeps the others `FIFO_HOLD_S` longer than the queue's visibility timeout (`give_back`).
+FIFO_GIVE_BACK_SHARE = 0.7
+FIFO_HOLD_S = 10  # beyond twice the largest clock skew, so the oracle can tell it is held
+
+
+@dataclass(frozen=True, slots=True)
+class _FifoEntry:
+    """One FIFO message as its producer knows it: its group, its deduplication id, and which
+    attempt this is (each attempt's body is its own)."""
+
+    group_id: str
+    dedup_id: str
+    attempt: int = 0
+
+    def again(self) -> _FifoEntry:
+        return _FifoEntry(self.group_id, self.dedup_id, self.attempt + 1)
+
+    def request(self) -> SendRequest:
+        body = f"{self.dedup_id}-a{self.attempt}".encode()
+        return SendRequest(body, group_id=self.group_id, dedup_id=self.dedup_id)
 
 
 class ChaosLoad:
@@ -44,8 +75,40 @@ class ChaosLoad:
             sent += size
             await w.send(reqs)
 
-    async def consumer(self, index: int, queue: str = QUEUE) -> None:
+    async def fifo_producer(self, index: int, count: int) -> None:
+        """Send `count` messages to the FIFO queue over the seed's groups, in batches as
+        `producer` does; send again what was not acknowledged and, at `p_resend`, what was."""
         w = self.world
+        cfg = w.config
+        sent = 0
+        batch_no = 0
+        again: list[_FifoEntry] = []
+        while (sent < count or again) and not w.stopping:
+            await asyncio.sleep(w.rng.expovariate(1 / 0.3))
+            size = min(count - sent, w.rng.choice([1, 1, 1, 3, 10]))
+            entries = [
+                _FifoEntry(f"g{w.rng.randrange(cfg.groups)}", f"p{index}-b{batch_no}-m{k}")
+                for k in range(size)
+            ]
+            entries += [e.again() for e in again[: limits.batch_entries_max - size]]
+            del again[: limits.batch_entries_max - size]
+            batch_no += 1
+            sent += size
+            twin = w.rng.random() < cfg.p_resend / 2  # the same messages twice at once
+            batches = [entries, [e.again() for e in entries]] if twin else [entries]
+            for batch in batches:
+                w.history.attempted_bodies.update(e.request().body for e in batch)
+            answers = await asyncio.gather(*(w.send([e.request() for e in b]) for b in batches))
+            for i, entry in enumerate(batches[-1]):
+                answered = any(a[i] is not None for a in answers)
+                if entry.attempt + 1 >= FIFO_ATTEMPTS_MAX:
+                    continue
+                if not answered or w.rng.random() < cfg.p_resend:
+                    again.append(entry)
+
+    async def consumer(self, index: int, queue: str | None = None) -> None:
+        w = self.world
+        queue = queue or w.queue
         old: list[Delivery] = []
         while not w.stopping:
             start = w.now()
@@ -59,7 +122,7 @@ class ChaosLoad:
             except (NodeDown, OkuriError):
                 await asyncio.sleep(0.2)
                 continue
-            w.record(queue, got, start)
+            w.record(queue, got, start, vis)
             if not got:
                 continue
             fate = w.rng.random()
@@ -68,14 +131,34 @@ class ChaosLoad:
                 continue
             if fate < 0.2:
                 await asyncio.sleep(w.rng.uniform(0, 2 * w.config.visibility_s))
+            elif fate < 0.3 and w.config.fifo and w.rng.random() < FIFO_GIVE_BACK_SHARE:
+                got = await self.give_back(queue, got)
             elif fate < 0.3:
-                entries = [(d.receipt_handle, w.rng.randint(0, 3)) for d in got]
-                with contextlib.suppress(NodeDown, OkuriError):
-                    await w.call(lambda e, es=entries: e.change_visibility(queue, es))  # type: ignore[misc]
+                await w.change_visibility(queue, [(d, w.rng.randint(0, 3)) for d in got])
             if old and w.rng.random() < 0.3:
                 got = [*got, *old[:3]]  # try some receipts that may be stale by now
                 del old[:3]
             await w.ack(queue, got)
+
+    async def give_back(self, queue: str, got: list[Delivery]) -> list[Delivery]:
+        """Make some of `got` visible again at once and keep the rest longer, working on it
+        for a while; return the rest, to be deleted. On a FIFO queue this leaves an earlier
+        message of a group visible while a later one is in flight: the group must wait."""
+        w = self.world
+        # The first message of each group that came with more (a worker failing on the head
+        # of its group); when none did, any half.
+        groups = [d.message.group_id for d in got]
+        back = [
+            d
+            for i, d in enumerate(got)
+            if groups.count(groups[i]) > 1 and groups[i] not in groups[:i]
+        ]
+        back = back or [d for d in got if w.rng.random() < 0.5]
+        keep = [d for d in got if d not in back]
+        hold_s = w.config.visibility_s + FIFO_HOLD_S
+        await w.change_visibility(queue, [(d, 0) for d in back] + [(d, hold_s) for d in keep])
+        await asyncio.sleep(w.rng.uniform(0, hold_s))
+        return keep
 
     async def purger(self) -> None:
         w = self.world
@@ -83,20 +166,19 @@ class ChaosLoad:
             await asyncio.sleep(w.rng.uniform(2, w.config.fault_phase_s))
             start = w.now()
             try:
-                await w.call(lambda e: e.purge(QUEUE))
+                await w.call(lambda e: e.purge(w.queue))
             except (NodeDown, OkuriError):
-                w.history.purged.append(Purged(QUEUE, start, w.now(), confirmed=False))
+                w.history.purged.append(Purged(w.queue, start, w.now(), confirmed=False))
                 continue
-            w.history.purged.append(Purged(QUEUE, start, w.now(), confirmed=True))
+            w.history.purged.append(Purged(w.queue, start, w.now(), confirmed=True))
             w.history.note(w.now(), "purged")
 
     async def run(self) -> list[Violation]:
         w = self.world
         cfg = w.config
         per_producer = max(1, cfg.messages // cfg.producers)
-        clients = [
-            asyncio.ensure_future(self.producer(i, per_producer)) for i in range(cfg.producers)
-        ]
+        producer = self.fifo_producer if cfg.fifo else self.producer
+        clients = [asyncio.ensure_future(producer(i, per_producer)) for i in range(cfg.producers)]
         consumers = [asyncio.ensure_future(self.consumer(i)) for i in range(cfg.consumers)]
         extra = [asyncio.ensure_future(w.crasher()), asyncio.ensure_future(self.purger())]
         await asyncio.sleep(cfg.fault_phase_s)

@@ -12,6 +12,10 @@
 A dead-letter move copies first and finishes the source message second, so an interrupted move
 may put two copies (same message id, as on SQS) into the dead-letter queue. The checks about one
 message's leases (epochs, single ack, no delivery after ack) therefore apply to source queues.
+
+FIFO queues keep all of these (a send answered as a duplicate names the first message, which
+must then be delivered like any other); what only FIFO queues promise is checked in
+okuri/sim/fifo_checks.py.
 """
 
 from __future__ import annotations
@@ -31,18 +35,22 @@ class Violation:
         return f"{self.invariant}: {self.detail}"
 
 
-def check_history(h: History, queue: str, retention_s: float, skew_s: float) -> list[Violation]:
+def check_history(
+    h: History, queue: str, retention_s: float, skew_s: float, dlq: str | None = None
+) -> list[Violation]:
+    """Every invariant over the run of `queue`, whose dead-letter queue is `dlq` (by default
+    the `-dlq` one the engine creates)."""
     out: list[Violation] = []
     out += no_invented_messages(h)
     out += epochs_unique(h)
     out += ack_by_a_delivered_receipt(h)
     out += no_delivery_after_ack(h)
-    out += no_loss(h, queue, retention_s, skew_s)
+    out += no_loss(h, queue, retention_s, skew_s, dlq)
     return out
 
 
 def _is_dlq(queue: str) -> bool:
-    return queue.endswith("-dlq")
+    return queue.removesuffix(".fifo").endswith("-dlq")
 
 
 def _by_message(h: History) -> dict[tuple[str, str], list[Delivered]]:
@@ -115,17 +123,21 @@ def no_delivery_after_ack(h: History) -> list[Violation]:
     return out[:5]
 
 
-def no_loss(h: History, queue: str, retention_s: float, skew_s: float) -> list[Violation]:
+def no_loss(
+    h: History, queue: str, retention_s: float, skew_s: float, dlq: str | None = None
+) -> list[Violation]:
     delivered = {(d.queue, d.message_id) for d in h.delivered}
-    dlq = f"{queue}-dlq"
+    dlq = dlq or f"{queue}-dlq"
     end = max([d.end for d in h.delivered], default=0.0)
     out = []
     for s in h.sent:
         if (s.queue, s.message_id) in delivered or (dlq, s.message_id) in delivered:
             continue
-        if any(p.queue == s.queue and p.end > s.start for p in h.purged):
+        # A FIFO duplicate stands for a message sent earlier, by the first attempt or after it.
+        began = min(s.start, h.first_attempt.get(s.dedup_id, s.start)) if s.dedup_id else s.start
+        if any(p.queue == s.queue and p.end > began for p in h.purged):
             continue  # a purge that ended after this send began may have taken it
-        if s.start + retention_s - skew_s <= end:
+        if began + retention_s - skew_s <= end:
             continue  # old enough that some node's clock may have expired it
         out.append(
             Violation(

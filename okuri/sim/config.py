@@ -9,6 +9,12 @@ Two workload shapes (okuri/sim/chaos.py and okuri/sim/steady.py run them). Most 
 *chaos* shape. One seed in `STEADY_SEED_EVERY` is the *steady* shape: the same faults, clocks
 and linger, on two to four nodes with producers pinned to some and consumers to the others, at
 a send rate set from what its consumers take on a healthy engine (`steady_capacity_per_s`).
+
+About one chaos seed in `1 / FIFO_SHARE` runs a FIFO queue instead (`fifo_variant`): the same
+faults, clocks, nodes and clients, with messages spread over a few message groups, a FIFO
+dead-letter queue where the standard shape has one, and producers that send again with the same
+deduplication id, after a lost answer or on purpose. The choice comes from a generator of its
+own, so every other seed keeps the shape it always had.
 """
 
 from __future__ import annotations
@@ -36,6 +42,14 @@ STEADY_CONSUMERS_PER_NODE_MAX = 12  # a worker pool
 STEADY_LOAD_SHARE = 0.5
 STEADY_RATE_PER_S_MAX = 600.0  # messages; a steady seed costs about a second per 400/s
 STEADY_BATCH_MESSAGES_CHOICES = (5, 10)  # SendMessageBatch; fewer calls, cheaper seeds
+
+# The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
+FIFO_SHARE = 0.25
+FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight barely do
+# Chance that a producer sends an acknowledged message again with its deduplication id (on
+# purpose: the answer must name the first message); half of those go out twice at once,
+# through two nodes, before either answer is back.
+FIFO_RESEND_CHOICES = (0.05, 0.2)
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,11 @@ class SimConfig:
     batches: int = 0
     steady_phase_s: float = 0.0
     outage_s: float = 0.0  # the fault phase ends with the consumer nodes down this long
+    # The FIFO shape: a FIFO queue (and dead-letter queue) with messages spread over `groups`
+    # message groups, and producers that send again with the same deduplication id.
+    fifo: bool = False
+    groups: int = 0
+    p_resend: float = 0.0
 
     @property
     def send_rate_per_s(self) -> float:
@@ -97,10 +116,21 @@ class SimConfig:
             fault_phase_s=30.0,
         )
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
-            return chaos
+            fifo = random.Random(f"fifo-{seed}")
+            return chaos.fifo_variant(fifo) if fifo.random() < FIFO_SHARE else chaos
         # Drawn from a generator of its own, so the steady seeds keep the chaos seeds' faults,
         # clocks and linger and every other seed keeps the shape it always had.
         return chaos.steady_variant(random.Random(f"shape-{seed}"))
+
+    def fifo_variant(self, shape: random.Random) -> SimConfig:
+        """This seed's chaos shape on a FIFO queue, its messages spread over a few groups."""
+        return dataclasses.replace(
+            self,
+            consumers=max(2, self.consumers),  # so a group may be split across receive calls
+            fifo=True,
+            groups=shape.choice(FIFO_GROUPS_CHOICES),
+            p_resend=shape.choice(FIFO_RESEND_CHOICES),
+        )
 
     def steady_variant(self, shape: random.Random) -> SimConfig:
         """This seed's faults, clocks and linger, with the steady workload on 2 to 4 nodes."""

@@ -2,6 +2,10 @@
 
 Checkers never look inside nodes; like a real client they know what they asked, what they were
 told, and when. That keeps them honest about what okuri promises.
+
+FIFO runs fill in more of what a client sees (group, deduplication id, sequence numbers, which
+receive call a delivery came from and the visibility it asked for) and keep the deletes and
+visibility changes whose answer never came back, since those may have taken effect.
 """
 
 from __future__ import annotations
@@ -13,10 +17,15 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True, slots=True)
 class Sent:
     queue: str
-    message_id: str
+    message_id: str  # a duplicate's answer names the first message
     body: bytes
     start: float
     end: float
+    # FIFO queues
+    group_id: str | None = None
+    dedup_id: str | None = None
+    duplicate: bool = False
+    sequence_number: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +37,16 @@ class Delivered:
     start: float
     end: float
     dead_letter_source: str | None
+    # FIFO queues: what the message and the receive call said
+    group_id: str | None = None
+    sequence_number: str | None = None
+    dedup_id: str | None = None
+    sent_s: float = 0.0  # the message's send time by the sending node's clock, run seconds
+    receive_id: int = 0  # which receive call delivered it: one call may deliver several of a group
+    visibility_s: float = 0.0  # the lease the receive asked for (or the queue's default)
+
+
+UNANSWERED = "unanswered"  # a delete or visibility change whose node crashed before answering
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +54,20 @@ class Acked:
     queue: str
     message_id: str
     epoch: int
-    result: str
+    result: str  # an AckResult, or UNANSWERED (FIFO runs record those: they may have landed)
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """A ChangeMessageVisibility of one delivered message (FIFO runs)."""
+
+    queue: str
+    message_id: str
+    epoch: int
+    visibility_s: int
+    result: str  # a VisibilityResult, or UNANSWERED
     start: float
     end: float
 
@@ -54,7 +86,11 @@ class History:
     sent: list[Sent] = field(default_factory=list)
     delivered: list[Delivered] = field(default_factory=list)
     acked: list[Acked] = field(default_factory=list)
+    changed: list[Changed] = field(default_factory=list)
     purged: list[Purged] = field(default_factory=list)
+    # FIFO: when the first attempt with each deduplication id began (a send answered as a
+    # duplicate stands for a message sent by that attempt, or one after it)
+    first_attempt: dict[str, float] = field(default_factory=dict)
     crashes: int = 0
     events: list[str] = field(default_factory=list)
 

@@ -64,6 +64,12 @@ def describe(result: RunResult) -> str:
             f"{c.batch_interval_s * 1000:.0f}ms per producer ({c.send_rate_per_s:.1f} msg/s); "
             f"{c.fault_phase_s:.0f}s of faults{outage}, then {c.steady_phase_s:.0f}s healed"
         )
+    if c.fifo:
+        dups = sum(1 for s in h.sent if s.duplicate)
+        lines.append(
+            f"  fifo: {c.groups} group(s), resends on purpose at {c.p_resend}; "
+            f"{dups} send(s) answered as duplicates"
+        )
     lines += [
         f"  sent={len(h.sent)} delivered={len(h.delivered)} acks={len(h.acked)} "
         f"crashes={h.crashes} requests={result.requests}",

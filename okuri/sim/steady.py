@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from okuri import limits
-from okuri.engine import SendRequest
+from okuri.engine import SendRequest, SendResult
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation
 from okuri.sim.liveness import LivenessBounds, check_liveness
@@ -45,7 +45,7 @@ class SteadyLoad:
         w = self.world
         cfg = w.config
         node = w.nodes[index % cfg.producer_nodes]
-        sends: list[asyncio.Future[None]] = []
+        sends: list[asyncio.Future[list[SendResult | None]]] = []
         await asyncio.sleep(w.rng.uniform(0, cfg.batch_interval_s))
         for batch_no in range(cfg.batches):
             reqs = []

@@ -6,6 +6,10 @@ serve requests, the bucket with its seeded faults, and the record of what client
 (okuri/sim/history.py, the checkers' only input). A run has a fault phase, driven by a workload
 (okuri/sim/chaos.py or okuri/sim/steady.py), then a liveness phase with faults off, every node
 up and consumers draining, which must converge; then the invariants must hold in the bucket.
+
+A FIFO seed runs the same cluster on a FIFO queue and FIFO dead-letter queue; its history then
+carries groups, deduplication ids and sequence numbers, and the FIFO oracle
+(okuri/sim/fifo_checks.py) judges it on top of the checks every run gets.
 """
 
 from __future__ import annotations
@@ -18,22 +22,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from okuri import limits
 from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core.invariants import check_state
 from okuri.core.state import QueueAttrs, decode_state
-from okuri.engine import Engine, SendRequest
+from okuri.engine import Engine, SendRequest, SendResult
 from okuri.engine.types import Delivery
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation, check_history
 from okuri.sim.config import SimConfig
-from okuri.sim.history import Acked, Delivered, History, Sent
+from okuri.sim.fifo_checks import check_fifo
+from okuri.sim.history import UNANSWERED, Acked, Changed, Delivered, History, Sent
 from okuri.store.counting import CountingStore
 from okuri.store.memory import Faults, MemoryStore
 
 T = TypeVar("T")
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01, so timestamps look real
 QUEUE = "jobs"
+FIFO_QUEUE = "jobs.fifo"
+FIFO_DLQ = "jobs-dlq.fifo"  # named in the FIFO queue's attributes: "-dlq" after ".fifo" is no name
 
 
 class NodeDown(Exception):
@@ -83,6 +91,9 @@ class World:
         self.stopping = False
         self.healed_s: float | None = None  # when faults stopped and every node was up
         self.delivered_ids: set[str] = set()
+        self.queue = FIFO_QUEUE if config.fifo else QUEUE
+        self.dlq = FIFO_DLQ if config.fifo else f"{QUEUE}-dlq"
+        self.receives = 0  # receive calls answered, to tell one call's deliveries from another's
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -155,31 +166,63 @@ class World:
             retention_s=cfg.retention_s,
             max_receive_count=cfg.max_receive_count,
         )
+        if cfg.fifo:
+            dlq = FIFO_DLQ if cfg.max_receive_count is not None else None
+            attrs = dataclasses.replace(attrs, fifo=True, dead_letter_queue=dlq)
         for _ in range(100):
             try:
-                await self.call(lambda e: e.create_queue(QUEUE, attrs))
+                await self.call(lambda e: e.create_queue(self.queue, attrs))
                 break
             except (NodeDown, OkuriError):
                 await asyncio.sleep(0.1)
 
     # --- what clients saw ---------------------------------------------------------------------
 
-    async def send(self, reqs: list[SendRequest], node: Node | None = None) -> None:
-        """One SendMessageBatch to `node` (or any live node), its acknowledged sends recorded."""
+    async def send(
+        self, reqs: list[SendRequest], node: Node | None = None
+    ) -> list[SendResult | None]:
+        """One SendMessageBatch to `node` (or any live node), its acknowledged sends recorded;
+        the answer for each request (None: not acknowledged, it may or may not have landed)."""
         start = self.now()
+        for req in reqs:
+            if req.dedup_id is not None:
+                self.history.first_attempt.setdefault(req.dedup_id, start)
         try:
-            results = await self.call(lambda e: e.send(QUEUE, reqs), node)
+            results = await self.call(lambda e: e.send(self.queue, reqs), node)
         except (NodeDown, OkuriError):
-            return
+            return [None] * len(reqs)
         end = self.now()
+        out: list[SendResult | None] = []
         for req, res in zip(reqs, results, strict=True):
-            if not isinstance(res, Exception):
-                self.history.sent.append(Sent(QUEUE, res.message_id, req.body, start, end))
-                self.history.note(end, f"sent {res.message_id}")
+            if isinstance(res, Exception):
+                out.append(None)
+                continue
+            out.append(res)
+            self.history.sent.append(
+                Sent(
+                    self.queue,
+                    res.message_id,
+                    req.body,
+                    start,
+                    end,
+                    req.group_id,
+                    req.dedup_id,
+                    res.duplicate,
+                    res.sequence_number,
+                )
+            )
+            dup = " (duplicate)" if res.duplicate else ""
+            self.history.note(end, f"sent {res.message_id}{dup}")
+        return out
 
-    def record(self, queue: str, got: list[Delivery], start: float) -> None:
-        """Record the deliveries of a receive sent at `start` that has just answered."""
+    def record(
+        self, queue: str, got: list[Delivery], start: float, visibility_s: int | None = None
+    ) -> None:
+        """Record the deliveries of a receive sent at `start` (asking for `visibility_s`, None:
+        the queue's default) that has just answered."""
         end = self.now()
+        self.receives += 1
+        vis = self.config.visibility_s if visibility_s is None else visibility_s
         for d in got:
             self.delivered_ids.add(d.message.id)
             self.history.delivered.append(
@@ -191,6 +234,12 @@ class World:
                     start,
                     end,
                     d.message.dead_letter_source,
+                    d.message.group_id,
+                    d.sequence_number,
+                    d.message.dedup_key,
+                    (d.message.sent_ms - EPOCH_MS) / 1000,
+                    self.receives,
+                    vis,
                 )
             )
             self.history.note(end, f"delivered {queue}/{d.message.id}#{d.receive_count}")
@@ -205,6 +254,12 @@ class World:
                 lambda e: e.ack(queue, [d.receipt_handle for d in batch]), node
             )
         except (NodeDown, OkuriError):
+            if self.config.fifo:  # it may have landed: the FIFO oracle needs to know
+                end = self.now()
+                self.history.acked += [
+                    Acked(queue, d.message.id, d.receive_count, UNANSWERED, start, end)
+                    for d in batch
+                ]
             return
         end = self.now()
         for d, res in zip(batch, results, strict=True):
@@ -212,6 +267,23 @@ class World:
                 Acked(queue, d.message.id, d.receive_count, str(res), start, end)
             )
             self.history.note(end, f"ack {queue}/{d.message.id}#{d.receive_count}={res}")
+
+    async def change_visibility(self, queue: str, entries: list[tuple[Delivery, int]]) -> None:
+        """ChangeMessageVisibilityBatch through any live node; FIFO runs record each answer."""
+        start = self.now()
+        handles = [(d.receipt_handle, vis) for d, vis in entries]
+        try:
+            results: list[object] = list(
+                await self.call(lambda e: e.change_visibility(queue, handles))
+            )
+        except (NodeDown, OkuriError):
+            results = [UNANSWERED] * len(entries)
+        if self.config.fifo:
+            end = self.now()
+            for (d, vis), res in zip(entries, results, strict=True):
+                self.history.changed.append(
+                    Changed(queue, d.message.id, d.receive_count, vis, str(res), start, end)
+                )
 
     # --- the liveness phase -----------------------------------------------------------------
 
@@ -245,13 +317,13 @@ class World:
         quiet = 0
         while self.now() < deadline:
             moved = 0
-            for queue in (QUEUE, f"{QUEUE}-dlq"):
+            for queue in (self.queue, self.dlq):
                 start = self.now()
                 try:
                     got = await self.call(lambda e, q=queue: e.receive(q, 10, 30, 1))  # type: ignore[misc]
                 except OkuriError:
                     got = []
-                self.record(queue, got, start)
+                self.record(queue, got, start, 30)
                 await self.ack(queue, got)
                 moved += len(got)
             quiet = quiet + 1 if moved == 0 else 0
@@ -262,12 +334,14 @@ class World:
         if not drained:
             violations.append(Violation("liveness", "the queue did not drain within 600 s"))
         skew_s = cfg.skew_ms_max / 1000 * 2 + 1
-        violations += check_history(self.history, QUEUE, cfg.retention_s, skew_s)
+        violations += check_history(self.history, self.queue, cfg.retention_s, skew_s, self.dlq)
+        if cfg.fifo:
+            violations += check_fifo(self.history, self.queue, cfg.retention_s, cfg.skew_ms_max)
         violations += await self.final_state()
         return violations
 
     async def _empty(self) -> bool:
-        for queue in (QUEUE, f"{QUEUE}-dlq"):
+        for queue in (self.queue, self.dlq):
             try:
                 c = await self.call(lambda e, q=queue: e.counts(q))  # type: ignore[misc]
             except OkuriError:
@@ -285,10 +359,15 @@ class World:
         if self.config.retention_s < 3600:
             # Expired messages are collected by the next commit; jump past retention, commit.
             await asyncio.sleep(self.config.retention_s + self.config.skew_ms_max / 1000 + 1)
-        for queue in (QUEUE, f"{QUEUE}-dlq"):
+        if self.config.fifo:
+            # A FIFO queue keeps finished slots while their deduplication ids count; a commit
+            # after the window (and its margin for clocks) has passed them frees them.
+            window_s = limits.dedup_window_s + limits.dedup_window_margin_s
+            await asyncio.sleep(window_s + self.config.skew_ms_max / 1000 + 1)
+        for queue in (self.queue, self.dlq):
             with contextlib.suppress(OkuriError):
                 await engine.receive(queue, 1, 0, 0)
-        for queue in (QUEUE, f"{QUEUE}-dlq"):
+        for queue in (self.queue, self.dlq):
             try:
                 await engine.sweep(queue)
             except OkuriError as err:
