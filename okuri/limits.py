@@ -25,6 +25,8 @@ dedup_window_margin_s = 60
 # FIFO: discovery rounds a send may spend learning the slots below its own before it commits,
 # and commits it may make waiting for the verdict on its messages.
 reach_rounds_max = 64
+# FIFO: adopted slots a receive may read ahead of loading them (only those not cached here).
+fifo_load_ahead_slots = 4
 fifo_send_commits_max = 20
 # How long a message being copied to its dead-letter queue stays leased, whatever visibility
 # the receive asked for: long enough for the copy to land, short enough to retry a crashed one.

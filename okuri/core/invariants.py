@@ -19,8 +19,9 @@ def check_state(st: QueueState) -> None:
     _require(len(st.segments) <= limits.manifest_segments_max, "segments_bounded", st)
     _require(len(st.recent) <= limits.manifest_recent_slots, "recent_bounded", st)
     _require(len(st.commits) <= limits.manifest_recent_commits, "commits_bounded", st)
+    _require(0 <= st.load_seq <= st.next_seq, "loaded_below_cursor", st)
     for seq, seg in st.segments.items():
-        _require(seq == seg.seq and seq < st.next_seq, "segments_below_cursor", st)
+        _require(seq == seg.seq and seq < st.loaded_upto(), "segments_below_cursor", st)
         _require(seg.count > 0 and seg.done < (1 << seg.count), "done_within_segment", st)
         for idx, (receives, _until, _first) in seg.leases.items():
             _require(0 <= idx < seg.count, "lease_within_segment", st)
@@ -39,10 +40,11 @@ def check_step(old: QueueState, new: QueueState) -> None:
     _require(new.version == old.version + 1, "version_increments", new)
     _require(new.incarnation == old.incarnation, "incarnation_fixed", new)
     _require(new.next_seq >= old.next_seq, "cursor_monotonic", new)
+    _require(new.loaded_upto() >= old.loaded_upto(), "loading_monotonic", new)
     for seq, seg in new.segments.items():
         prev = old.segments.get(seq)
         if prev is None:
-            _require(seq >= old.next_seq, "adopted_once", new)
+            _require(seq >= old.loaded_upto(), "adopted_once", new)
             continue
         _require(prev.sid == seg.sid, "segment_identity_fixed", new)
         _require(prev.done & ~seg.done == 0, "finished_stays_finished", new)

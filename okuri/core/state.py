@@ -122,8 +122,17 @@ class QueueState:
     # FIFO deduplication window: (first slot adopted in that second, when), oldest first; every
     # slot from the first checkpoint up is kept in the bucket (its ids may still be matched).
     window: list[tuple[int, int]] = field(default_factory=list)
-    # Slot -> bitmask of its messages that were duplicates when adopted (slots in the window).
+    # Slot -> bitmask of its messages that were duplicates when adopted (slots in the window,
+    # or not yet loaded).
     dups: dict[int, int] = field(default_factory=dict)
+    # FIFO: slots from here up to the cursor are adopted (their order and verdicts fixed) but
+    # not yet loaded into `segments`: a deep backlog waits in its segments, as on a standard
+    # queue. -1: the cursor (every adopted slot is loaded; always so on a standard queue).
+    load_seq: int = -1
+
+    def __post_init__(self) -> None:
+        if self.load_seq < 0:
+            self.load_seq = self.next_seq
 
     def copy(self) -> QueueState:
         return replace(
@@ -138,6 +147,14 @@ class QueueState:
     def window_start(self) -> int:
         """The oldest slot whose deduplication ids still count (the cursor if none do)."""
         return self.window[0][0] if self.window else self.next_seq
+
+    def loaded_upto(self) -> int:
+        """One past the last slot loaded into `segments` (the cursor on a standard queue)."""
+        return self.load_seq if self.attrs.fifo else self.next_seq
+
+    def kept_from(self) -> int:
+        """The lowest slot whose object must stay in the bucket whether finished or not."""
+        return min(self.window_start(), self.loaded_upto())
 
     def recent_sid(self, seq: int) -> str | None:
         for s, sid in self.recent:
@@ -175,6 +192,7 @@ def encode_state(st: QueueState) -> bytes:
             "purged": st.purged_ms,
             **({"window": [list(w) for w in st.window]} if st.window else {}),
             **({"dups": [[s, format(m, "x")] for s, m in st.dups.items()]} if st.dups else {}),
+            **({"load": st.load_seq} if st.load_seq != st.next_seq else {}),
         }
     )
 
@@ -211,6 +229,7 @@ def decode_state(data: bytes) -> QueueState:
             purged_ms=d["purged"],
             window=[(s, at) for s, at in d.get("window", [])],
             dups={s: int(m, 16) for s, m in d.get("dups", [])},
+            load_seq=d["load"] if "load" in d else d["next"],
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

@@ -34,6 +34,18 @@ class Adopt:
 
 
 @dataclass(frozen=True, slots=True)
+class Load:
+    """FIFO: bring adopted slot `seq` (the first not loaded) into the working set, so its
+    messages can be leased; its duplicates, judged at adoption, come in finished."""
+
+    seq: int
+    sid: str
+    count: int
+    sent_ms: int
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Reach:
     """Have slot `seq` adopted in this commit (a FIFO send waits for its verdict); changes
     nothing by itself: the node adds the Adopt operations. Result: whether it was reached."""
@@ -112,7 +124,9 @@ class SetAttributes:
     attrs: QueueAttrs
 
 
-Op = Adopt | Reach | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
+Op = (
+    Adopt | Load | Reach | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
+)
 
 # --- results ---------------------------------------------------------------------------------
 
@@ -180,6 +194,8 @@ def _apply_one(
     match op:
         case Adopt():
             return _adopt(st, op, now_ms)
+        case Load():
+            return _load(st, op)
         case Reach():
             return op.seq < st.next_seq, False
         case Lease():
@@ -199,8 +215,10 @@ def _apply_one(
             return released, released
         case Purge():
             freed.extend(st.segments)
+            freed.extend(range(st.loaded_upto(), st.next_seq))  # adopted, never loaded
             st.segments.clear()
             st.next_seq = max(st.next_seq, op.head_seq)
+            st.load_seq = st.next_seq
             st.purged_ms = now_ms
             return True, True
         case SetAttributes():
@@ -222,29 +240,47 @@ def _expire(st: QueueState, now_ms: int) -> int:
 
 
 def _adopt(st: QueueState, op: Adopt, now_ms: int) -> tuple[bool, bool]:
-    if op.seq != st.next_seq or len(st.segments) >= limits.manifest_segments_max:
+    """Give slot `seq` its place after the cursor. A standard queue loads it at once; a FIFO
+    queue records its duplicates and leaves loading to `Load`, as consumers need it."""
+    if op.seq != st.next_seq:
         return False, False
-    if st.attrs.fifo and (not st.window or now_ms - st.window[-1][1] >= 1000):
-        st.window.append((op.seq, now_ms))
-    if op.count == 0:  # a slot holding something that is not a segment: step over it
-        st.next_seq = op.seq + 1
-        st.recent.append((op.seq, op.sid))
-        del st.recent[: -limits.manifest_recent_slots]
-        return True, True
-    st.segments[op.seq] = SegmentState(
-        op.seq,
-        op.sid,
-        op.count,
-        op.sent_ms,
-        op.dups & ((1 << op.count) - 1),
-        {i: (0, at, 0) for i, at in op.delays if not op.dups >> i & 1},
-        op.groups if st.attrs.fifo else None,
-    )
-    if st.attrs.fifo and op.dups:
-        st.dups[op.seq] = op.dups & ((1 << op.count) - 1)
+    if st.attrs.fifo:
+        if not st.window or now_ms - st.window[-1][1] >= 1000:
+            st.window.append((op.seq, now_ms))
+        if op.dups and op.count:
+            st.dups[op.seq] = op.dups & ((1 << op.count) - 1)
+        if op.count == 0 and st.load_seq == op.seq:
+            st.load_seq = op.seq + 1  # nothing to load: step over it
+    elif len(st.segments) >= limits.manifest_segments_max:
+        return False, False
+    elif op.count:
+        st.segments[op.seq] = SegmentState(
+            op.seq,
+            op.sid,
+            op.count,
+            op.sent_ms,
+            0,
+            {i: (0, at, 0) for i, at in op.delays},
+        )
     st.next_seq = op.seq + 1
+    if not st.attrs.fifo:
+        st.load_seq = st.next_seq
     st.recent.append((op.seq, op.sid))
     del st.recent[: -limits.manifest_recent_slots]
+    return True, True
+
+
+def _load(st: QueueState, op: Load) -> tuple[bool, bool]:
+    if not st.attrs.fifo or op.seq != st.load_seq or op.seq >= st.next_seq:
+        return False, False
+    if op.count and len(st.segments) >= limits.manifest_segments_max:
+        return False, False
+    st.load_seq = op.seq + 1
+    if op.count:
+        dups = st.dups.get(op.seq, 0) & ((1 << op.count) - 1)
+        st.segments[op.seq] = SegmentState(
+            op.seq, op.sid, op.count, op.sent_ms, dups, {}, op.groups
+        )
     return True, True
 
 
@@ -264,11 +300,12 @@ def _slide_window(st: QueueState, now_ms: int, freed: list[int]) -> bool:
         st.window.pop()  # nothing adopted for a whole window: every id has expired
         dropped += 1
     start = st.window_start()
+    loaded = st.loaded_upto()
     # Finished slots the window still covers are kept (their ids count); those it has just
-    # passed, finished earlier or now, go.
-    passed = {s for s in range(old_start, start) if s not in st.segments}
+    # passed, finished earlier or now, go. Slots not yet loaded stay whatever their age.
+    passed = {s for s in range(old_start, min(start, loaded)) if s not in st.segments}
     freed[:] = sorted(passed.union(s for s in freed if s < start))
-    for seq in [s for s in st.dups if s < start]:
+    for seq in [s for s in st.dups if s < min(start, loaded)]:
         del st.dups[seq]
     return dropped > 0
 
@@ -336,7 +373,7 @@ def _holder(
         return "gone"  # minted by a deleted queue of the same name
     seg = st.segments.get(seq)
     if seg is None or idx >= seg.count:
-        return "gone" if seq < st.next_seq else "stale"
+        return "gone" if seq < st.loaded_upto() else "stale"
     if seg.is_done(idx):
         return "gone"
     lease = seg.leases.get(idx)

@@ -237,7 +237,7 @@ class Queue:
                 live = (
                     st is not None
                     and inc == st.incarnation
-                    and (seq >= st.window_start() or seq in st.segments)
+                    and (seq >= st.kept_from() or seq in st.segments)
                 )
                 if not live:
                     await self.slots.delete_quietly(key)

@@ -33,7 +33,7 @@ from okuri.core.message import (
 )
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueState
-from okuri.core.transitions import Adopt, Grant, Lease, Op, Reach, counts
+from okuri.core.transitions import Adopt, Grant, Lease, Load, Op, Reach, counts
 from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
 from okuri.engine.dedup import DedupIndex
@@ -334,17 +334,47 @@ class SlotLog:
                 for seq, seg in run
             ]
         masks = self.dedup.judge(run)
-        return [
+        adopts: list[Op] = [
             Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays(), seg.groups(), mask)
             for (seq, seg), mask in zip(run, masks, strict=True)
         ]
+        return adopts + self._loads(st, wanted, dict(run), masks)
+
+    def _loads(
+        self, st: QueueState, wanted: int, adopting: dict[int, Segment], masks: list[int]
+    ) -> list[Op]:
+        """FIFO: load adopted slots from the first not loaded, while leases want messages."""
+        if not wanted:
+            return []
+        first_new = st.next_seq
+        end = first_new + len(adopting)
+        visible = counts(st, self.clock.now_ms()).visible
+        room = limits.manifest_segments_max - len(st.segments)
+        loads: list[Op] = []
+        seq = st.load_seq
+        while seq < end and visible < wanted and len(loads) < min(room, limits.probe_segments_max):
+            seg = adopting.get(seq) or self._adopted(st, seq)
+            if seg is None:
+                break  # not read here yet: `catch_up` reads it before the next commit
+            dups = masks[seq - first_new] if seq >= first_new else st.dups.get(seq, 0)
+            loads.append(Load(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.groups()))
+            visible += len(seg.messages) - dups.bit_count()
+            seq += 1
+        return loads
 
     def _adopted(self, st: QueueState, seq: int) -> Segment | None:
         """An adopted slot's segment if this node holds it (the window keeps finished ones)."""
         return self.cache.get((self.name, st.incarnation, seq))
 
-    async def catch_up(self, st: QueueState) -> None:
-        """FIFO: read the adopted slots of the deduplication window this node has not seen."""
+    async def catch_up(self, st: QueueState, load_messages: int = 0) -> None:
+        """FIFO: read the adopted slots of the deduplication window this node has not seen,
+        and the first slots not yet loaded, up to about `load_messages` messages."""
+        have, seq = 0, st.load_seq
+        end = min(st.next_seq, st.load_seq + limits.fifo_load_ahead_slots)
+        while have < load_messages and seq < end:
+            seg = self._adopted(st, seq) or await self.read_slot(st.incarnation, seq)
+            have += len(seg.messages) if seg is not None else 0
+            seq += 1
         missing = self.dedup.missing(st)
         gone: set[int] = set()
         for start in range(missing.start, missing.stop, limits.probe_parallel_max):

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from okuri import limits
 from okuri.clock import SystemClock
 from okuri.core import keys
 from okuri.core.state import QueueAttrs
@@ -182,3 +183,43 @@ async def test_fifo_sends_need_a_group_and_a_deduplication_id_and_no_delay(
     )
     assert all(isinstance(r, InvalidArgument) for r in out)
     assert await bodies(node) == []
+
+
+async def test_a_deep_backlog_stays_in_its_segments_and_drains_in_order(
+    make_node: MakeNode,
+) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    n = 3 * limits.adopt_margin_messages
+    for i in range(0, n, 10):  # a slot per send
+        await node.send(Q, [req(f"m{i + k:04}", group=f"g{(i + k) % 3}") for k in range(10)])
+    st = await node.cached_queue(Q)
+    assert st.next_seq == n // 10
+    assert len(st.segments) == 0 and st.load_seq == 0  # adopted in order, none loaded yet
+    seen: dict[str, list[str]] = {"g0": [], "g1": [], "g2": []}
+    for _ in range(n):
+        got = await node.receive(Q, 10, 30, 0)
+        for d in got:
+            seen[d.message.group_id or ""].append(d.message.body.decode())
+        await node.ack(Q, [d.receipt_handle for d in got])
+        if sum(map(len, seen.values())) == n:
+            break
+        st = await node.cached_queue(Q)
+        # The working set follows what consumers take, not the backlog.
+        assert len(st.segments) <= (limits.adopt_margin_messages + 10) // 10 + 1
+    for g, bodies_ in seen.items():
+        assert bodies_ == sorted(bodies_) and len(bodies_) == n // 3, g
+
+
+async def test_purge_drops_adopted_slots_not_yet_loaded(make_node: MakeNode) -> None:
+    node = make_node()
+    await node.create_queue(Q, FIFO)
+    for i in range(5):
+        await node.send_one(Q, req(f"m{i}"))
+    await node.purge(Q)
+    assert await bodies(node) == []
+    # Their ids still count for five minutes, as on SQS after a purge.
+    again = await node.send_one(Q, req("m0-again", dedup="m0"))
+    assert again.duplicate
+    await node.send_one(Q, req("after"))
+    assert await bodies(node) == ["after"]
