@@ -125,7 +125,16 @@ class SetAttributes:
 
 
 Op = (
-    Adopt | Load | Reach | Lease | Ack | ChangeVisibility | MarkDead | Release | Purge | SetAttributes
+    Adopt
+    | Load
+    | Reach
+    | Lease
+    | Ack
+    | ChangeVisibility
+    | MarkDead
+    | Release
+    | Purge
+    | SetAttributes
 )
 
 # --- results ---------------------------------------------------------------------------------
