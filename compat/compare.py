@@ -18,7 +18,9 @@ what an SDK depends on and drops what legitimately changes from run to run:
   `<epoch-s>`; an http(s) URL -> its path with the host replaced by `<host>`; the values of
   ReceiptHandle, TaskHandle, NextToken, RequestId, SenderId -> `<receipt-handle>`, `<task-handle>`,
   `<next-token>`, `<uuid>` or `<request-id>`, `<sender-id>` (empty stays empty); values of
-  `ApproximateNumberOf*` -> `<count>`; error texts (`message` / `Message`) -> `<text>`.
+  `ApproximateNumberOf*` -> `<count>`; a FIFO `SequenceNumber` of decimal digits ->
+  `<sequence-number>` (server-minted; that it grows is the scenario programs' check); error
+  texts (`message` / `Message`) -> `<text>`.
 - numbers (JSON): compared exactly, except 13- and 10-digit integers -> `<number:epoch-ms>` /
   `<number:epoch-s>` and values of `ApproximateNumberOf*` -> `<number:count>`; booleans and
   null exactly.
@@ -52,6 +54,7 @@ BY_KEY = {
 }
 TEXT_KEYS = frozenset({"message", "Message"})
 COUNT_PREFIX = "ApproximateNumberOf"
+SEQUENCE_KEY = "SequenceNumber"
 # The response headers SDKs read; how each is compared.
 HEADERS = {
     "content-type": "exact",
@@ -69,6 +72,8 @@ def string_form(value: str, key: str | None = None) -> str:
         return "<text>"
     if key is not None and key.startswith(COUNT_PREFIX) and value.isdigit():
         return "<count>"
+    if key == SEQUENCE_KEY and value.isascii() and value.isdigit():
+        return "<sequence-number>"
     if key in ("RequestId", "x-amzn-requestid"):
         return "<uuid>" if UUID.fullmatch(value) else "<request-id>" if value else ""
     if UUID.fullmatch(value):

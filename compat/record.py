@@ -1,12 +1,14 @@
-"""Record each SDK client's scenario against a fresh okuri: `python -m compat.record [client ...]`.
+"""Record each SDK client's scenarios against a fresh okuri: `python -m compat.record [client ...]`.
 
-For every client in compat.clients.CLIENTS (or those named): start a fresh `okuri serve` on the
-local store in a temporary directory with a fixed key pair, put a RecordingProxy in front of it,
-run the client's scenario program pointed at the proxy, and, if the program exits 0 and names
-itself on its last stdout line, write compat/recordings/<client>.json. A program that is not
-installed or built is skipped with a message saying what is missing; a failing program leaves
-its previous recording in place. Exit status: 0 if every client that could run recorded, 1 if
-one failed, 2 if a client named on the command line could not run.
+For every client in compat.clients.CLIENTS (or those named) and each of its scenarios (or the
+one `--scenario` names): start a fresh `okuri serve` on the local store in a temporary directory
+with a fixed key pair, put a RecordingProxy in front of it, run the client's program pointed at
+the proxy with OKURI_SCENARIO naming the scenario, and, if the program exits 0 and names itself
+and that scenario on its last stdout line, write compat/recordings/<client>.json (the client's
+first scenario, sqs-core) or <client>.<scenario>.json. A program that is not installed or built
+is skipped with a message saying what is missing; a failing run leaves its previous recording
+in place. Exit status: 0 if every client that could run recorded, 1 if one run failed, 2 if a
+client named on the command line could not run (or does not run the scenario named).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def okuri_server(workdir: Path) -> Iterator[tuple[str, str]]:
         yield url, version
 
 
-def program_env(client: Client, endpoint: str, home: Path) -> dict[str, str]:
+def program_env(client: Client, scenario: str, endpoint: str, home: Path) -> dict[str, str]:
     """The scenario program's environment: the contract in compat/clients/README.md."""
     return {
         **clean_environ(),
@@ -73,6 +75,7 @@ def program_env(client: Client, endpoint: str, home: Path) -> dict[str, str]:
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
         "OKURI_SCENARIO_PREFIX": client.prefix,
+        "OKURI_SCENARIO": scenario,
         # Keep a developer's ~/.aws profiles (retry modes, endpoints) out of the recording.
         "AWS_CONFIG_FILE": str(home / "aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
@@ -96,11 +99,13 @@ def parse_marker(stdout: str) -> dict[str, str]:
     return marker
 
 
-async def _run_program(client: Client, endpoint: str, home: Path) -> tuple[int, str, str]:
+async def _run_program(
+    client: Client, scenario: str, endpoint: str, home: Path
+) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         *client.argv(),
         cwd=ROOT,
-        env=program_env(client, endpoint, home),
+        env=program_env(client, scenario, endpoint, home),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -114,18 +119,20 @@ async def _run_program(client: Client, endpoint: str, home: Path) -> tuple[int, 
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-async def _record_async(client: Client, upstream: str, okuri_version: str, home: Path) -> Recording:
+async def _record_async(
+    client: Client, scenario: str, upstream: str, okuri_version: str, home: Path
+) -> Recording:
     async with RecordingProxy(upstream) as proxy:
-        code, out, err = await _run_program(client, proxy.url, home)
+        code, out, err = await _run_program(client, scenario, proxy.url, home)
         exchanges = proxy.exchanges
     if code != 0:
         tail = "\n".join((out + err).strip().splitlines()[-30:])
         raise RecordError(f"the program exited with {code}:\n{tail}{_last_exchange(exchanges)}")
     marker = parse_marker(out)
-    if marker["client"] != client.name or marker["scenario"] != client.scenario:
+    if marker["client"] != client.name or marker["scenario"] != scenario:
         raise RecordError(
             f"the program says it is {marker['client']}/{marker['scenario']}, "
-            f"expected {client.name}/{client.scenario}"
+            f"expected {client.name}/{scenario}"
         )
     if not exchanges:
         raise RecordError("the program sent no requests through the proxy")
@@ -153,14 +160,14 @@ def _last_exchange(exchanges: list[Exchange]) -> str:
     )
 
 
-def record(client: Client, out_dir: Path = RECORDINGS) -> tuple[Path, int]:
-    """Run one client's scenario behind the proxy and write its recording, and say how many
-    exchanges it holds; RecordError (or ServerError, if okuri did not start) if not."""
+def record(client: Client, scenario: str, out_dir: Path = RECORDINGS) -> tuple[Path, int]:
+    """Run one of a client's scenarios behind the proxy and write its recording, and say how
+    many exchanges it holds; RecordError (or ServerError, if okuri did not start) if not."""
     with tempfile.TemporaryDirectory(prefix=f"okuri-record-{client.name}-") as tmp:
         home = Path(tmp)
         with okuri_server(home) as (upstream, version):
-            recording = asyncio.run(_record_async(client, upstream, version, home))
-    path = out_dir / f"{client.name}.json"
+            recording = asyncio.run(_record_async(client, scenario, upstream, version, home))
+    path = out_dir / f"{client.recording_name(scenario)}.json"
     save(recording, path)
     return path, len(recording.exchanges)
 
@@ -169,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.record", description=__doc__)
     parser.add_argument("clients", nargs="*", help=f"any of: {', '.join(CLIENTS)} (default all)")
     parser.add_argument("--out", type=Path, default=RECORDINGS, help="recordings directory")
+    parser.add_argument("--scenario", help="record only this scenario (of the clients that run it)")
     args = parser.parse_args(argv)
     try:
         clients = select(args.clients)
@@ -176,23 +184,31 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     failed, skipped = [], []
     for client in clients:
+        scenarios = [s for s in client.scenarios if args.scenario in (None, s)]
+        if not scenarios:
+            if args.clients:
+                print(f"skip {client.name}: it does not run {args.scenario}", flush=True)
+                skipped.append(client.name)
+            continue
         why = client.missing()
         if why is not None:
             print(f"skip {client.name}: {why}", flush=True)
             skipped.append(client.name)
             continue
-        print(f"record {client.name} ...", flush=True)
-        try:
-            path, count = record(client, args.out)
-        except (RecordError, ServerError) as err:
-            print(f"FAILED {client.name}: {err}", flush=True)
-            failed.append(client.name)
-            continue
-        print(
-            f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
-            f"({count} exchanges)",
-            flush=True,
-        )
+        for scenario in scenarios:
+            run = f"{client.name} {scenario}"
+            print(f"record {run} ...", flush=True)
+            try:
+                path, count = record(client, scenario, args.out)
+            except (RecordError, ServerError) as err:
+                print(f"FAILED {run}: {err}", flush=True)
+                failed.append(run)
+                continue
+            print(
+                f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+                f"({count} exchanges)",
+                flush=True,
+            )
     if failed:
         print(f"failed: {', '.join(failed)}")
         return 1

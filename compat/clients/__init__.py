@@ -1,9 +1,10 @@
 """The one table of SDK clients whose traffic okuri is checked against.
 
-Each row names a scenario program (the step list is in README.md beside this file), how to run
-it from the repository root, the queue-name prefix it works under, and how to tell whether it is
-installed or built. `python -m compat.record` and the live client tests both read this table;
-adding a client (a Laravel app, say) is one more row.
+Each row names a scenario program (the step lists are in README.md beside this file), how to run
+it from the repository root, the queue-name prefix it works under, the scenarios it runs (one per
+run, named by OKURI_SCENARIO), and how to tell whether it is installed or built.
+`python -m compat.record` and the live client tests both read this table; adding a client (a
+Laravel app, say) is one more row.
 """
 
 from __future__ import annotations
@@ -17,19 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root; commands run from here
-SCENARIO = "sqs-core"
+# The scenarios every SDK program runs, one per run; the first is each program's default.
+SCENARIOS = ("sqs-core", "sqs-fifo")
 # The older boto3 whose SQS model speaks the query protocol, in a virtualenv of its own.
 BOTO3_QUERY_PYTHON = "compat/clients/boto3-query/.venv/bin/python"
 
 
 @dataclass(frozen=True)
 class Client:
-    name: str  # also the recording's file name: compat/recordings/<name>.json
+    name: str  # also the recordings' file names (see recording_name)
     command: tuple[str, ...]  # argv, paths relative to ROOT
     prefix: str  # OKURI_SCENARIO_PREFIX: every queue the program makes starts with it
     requires: tuple[str, ...]  # files (relative to ROOT) that exist once the program is built
     check: Callable[[], str | None]  # None when runnable, else why not and how to fix it
-    scenario: str = SCENARIO  # what the program's SCENARIO line must name
+    # What the program runs, one scenario per run; its SCENARIO line must name the one asked for.
+    scenarios: tuple[str, ...] = SCENARIOS
 
     def argv(self) -> list[str]:
         """The command with the interpreter resolved and program paths made absolute."""
@@ -39,6 +42,11 @@ class Client:
         elif "/" in first:
             first = str(ROOT / first)
         return [first, *(str(ROOT / a) if a.startswith("compat/") else a for a in rest)]
+
+    def recording_name(self, scenario: str) -> str:
+        """The recording's file stem: the client's name for its first scenario (sqs-core), else
+        `<name>.<scenario>` (compat/recordings/aws-sdk-go-v1.sqs-fifo.json)."""
+        return self.name if scenario == self.scenarios[0] else f"{self.name}.{scenario}"
 
     def missing(self) -> str | None:
         """None if the program can run here; otherwise a sentence saying what to build."""
@@ -152,7 +160,7 @@ CLIENTS: dict[str, Client] = {
             "laravel-",
             ("tests/smoke/laravel/artisan",),
             _laravel,
-            scenario="laravel-queue",
+            scenarios=("laravel-queue",),
         ),
     )
 }

@@ -1,9 +1,10 @@
-"""Real SDKs other than the project's boto3 run the whole sqs-core scenario against okuri, live.
+"""Real SDKs other than the project's boto3 run the whole sqs-core and sqs-fifo scenarios, live.
 
 aws-sdk-js v3 (JSON protocol), aws-sdk-go v1 and v2 and the older boto3 of `boto3-query` (query
-protocol) each run their scenario program from compat/clients/ (the step list is
-compat/clients/README.md) against `okuri serve` on the local store and on S3, so a change that
-breaks one of these clients fails here even where a recording would not show it. The programs
+protocol) each run their scenario program from compat/clients/ (the step lists are
+compat/clients/README.md), once per scenario, against `okuri serve` on the local store and on
+S3, so a change that breaks one of these clients fails here even where a recording would not
+show it. The programs
 are installed and built by `make clients`, which `make test` runs first; a program that is not
 there fails its test rather than skipping, so the suite can never pass without them.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.clients import CLIENTS, ROOT, SCENARIO, Client
+from compat.clients import CLIENTS, ROOT, SCENARIOS, Client
 from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, clean_environ
 
 LIVE_CLIENTS = ("aws-sdk-js-v3", "aws-sdk-go-v1", "aws-sdk-go-v2", "boto3-query")
@@ -25,7 +26,9 @@ LOG_TAIL_CHARS = 4000
 JS_PACKAGE = ROOT / "compat/clients/js/node_modules/@aws-sdk/client-sqs/package.json"
 
 
-def client_environ(server: ServerProcess, client: Client, home: Path) -> dict[str, str]:
+def client_environ(
+    server: ServerProcess, client: Client, scenario: str, home: Path
+) -> dict[str, str]:
     """What the contract gives a scenario program, and nothing from a developer's AWS setup."""
     env = {k: v for k, v in clean_environ().items() if not k.startswith("AWS_")}
     return {
@@ -39,6 +42,7 @@ def client_environ(server: ServerProcess, client: Client, home: Path) -> dict[st
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
         "OKURI_SCENARIO_PREFIX": client.prefix,
+        "OKURI_SCENARIO": scenario,
     }
 
 
@@ -55,11 +59,13 @@ def text(data: str | bytes | None) -> str:
     return data or ""
 
 
+@pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("name", LIVE_CLIENTS)
 def test_sdk_runs_the_whole_scenario_against_okuri(
-    name: str, sqs_server: ServerProcess, tmp_path: Path
+    name: str, scenario: str, sqs_server: ServerProcess, tmp_path: Path
 ) -> None:
     client = CLIENTS[name]
+    assert scenario in client.scenarios
     missing = client.missing()
     if missing is not None:
         pytest.fail(f"{name} cannot run: {missing}; run `make clients`", pytrace=False)
@@ -67,7 +73,7 @@ def test_sdk_runs_the_whole_scenario_against_okuri(
         done = subprocess.run(
             client.argv(),
             cwd=ROOT,
-            env=client_environ(sqs_server, client, tmp_path),
+            env=client_environ(sqs_server, client, scenario, tmp_path),
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
@@ -76,7 +82,7 @@ def test_sdk_runs_the_whole_scenario_against_okuri(
     except subprocess.TimeoutExpired as exc:  # subprocess.run has killed the program by its pid
         pytest.fail(
             explain(
-                f"{name} did not finish in {RUN_S} s",
+                f"{name} {scenario} did not finish in {RUN_S} s",
                 text(exc.stdout),
                 text(exc.stderr),
                 sqs_server,
@@ -85,7 +91,9 @@ def test_sdk_runs_the_whole_scenario_against_okuri(
         )
     if done.returncode != 0:
         pytest.fail(
-            explain(f"{name} exited {done.returncode}", done.stdout, done.stderr, sqs_server),
+            explain(
+                f"{name} {scenario} exited {done.returncode}", done.stdout, done.stderr, sqs_server
+            ),
             pytrace=False,
         )
     lines = done.stdout.strip().splitlines()
@@ -99,7 +107,7 @@ def test_sdk_runs_the_whole_scenario_against_okuri(
         )
     marker = json.loads(last.removeprefix("SCENARIO "))
     assert marker["client"] == name
-    assert marker["scenario"] == SCENARIO
+    assert marker["scenario"] == scenario
     assert marker["version"], marker
     if name == "aws-sdk-js-v3":
         assert marker["version"] == json.loads(JS_PACKAGE.read_text())["version"]

@@ -147,6 +147,8 @@ def test_a_lost_header_that_sdks_read_is_caught_and_other_headers_are_ignored() 
         ("AKIDOKURITEST", "SenderId", "<sender-id>"),
         ("17", "ApproximateNumberOfMessages", "<count>"),
         ("17", "ApproximateReceiveCount", "17"),
+        ("10000000000000065536", "SequenceNumber", "<sequence-number>"),
+        ("not-a-number", "SequenceNumber", "not-a-number"),
         ("sqs-core message one", "Body", "sqs-core message one"),
     ],
 )

@@ -1,9 +1,10 @@
-"""The sqs-core scenario through boto3: every step of compat/clients/README.md, in order.
+"""The sqs-core and sqs-fifo scenarios through boto3: every step of compat/clients/README.md.
 
 Run by `python -m compat.record` behind its recording proxy (and usable by hand against any
 okuri): the endpoint, keys and region come from the environment, queue names from
-OKURI_SCENARIO_PREFIX. One request per step, no retries, no polling loops, so the recording
-holds exactly the step list and a replay of it is deterministic. Exits 0 only if every check
+OKURI_SCENARIO_PREFIX, the scenario from OKURI_SCENARIO (sqs-core when unset). One request per
+step, no retries, no polling loops, so the recording holds exactly the step list and a replay
+of it is deterministic. Exits 0 only if every check
 passed; the last stdout line is `SCENARIO {json}` naming the client and its version.
 
 Two rows of compat/clients/__init__.py run this same file: `boto3` with the project's boto3,
@@ -31,7 +32,8 @@ from botocore.exceptions import ClientError
 # For each protocol an SQS model of boto3 may speak: the client's name in CLIENTS, and its
 # queue-name prefix there (the default when OKURI_SCENARIO_PREFIX is unset).
 CLIENT_BY_PROTOCOL = {"json": ("boto3", "boto3-"), "query": ("boto3-query", "boto3q-")}
-SCENARIO = "sqs-core"
+# OKURI_SCENARIO picks the step list; unset, the program runs sqs-core.
+DEFAULT_SCENARIO = "sqs-core"
 BODY1 = "sqs-core message one"
 BLOB = b"\x00\x01\x02okuri\xff"
 ATTRS1 = {
@@ -41,6 +43,11 @@ ATTRS1 = {
 }
 BAD_HANDLE = "not-a-receipt-handle"
 ACCOUNT = "000000000000"
+# sqs-fifo's constants.
+ATTEMPT = "sqs-fifo-attempt-1"
+FIFO_NAMES = ["FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"]
+
+Step = Callable[[], None]
 
 
 class StepFailed(Exception):
@@ -66,6 +73,28 @@ def arn(queue: str) -> str:
     return f"arn:aws:sqs:us-east-1:{ACCOUNT}:{queue}"
 
 
+def fifo_body(name: str) -> str:
+    return "sqs-fifo " + name
+
+
+def is_sequence(value: Any) -> bool:
+    """A FIFO SequenceNumber: a string of decimal digits (SQS's are 20 long)."""
+    return isinstance(value, str) and value.isdigit()
+
+
+def fifo_attributes(dead_queue: str) -> dict[str, str]:
+    """sqs-fifo's MAIN queue: every FIFO setting away from its default, and a FIFO DLQ."""
+    policy = {"deadLetterTargetArn": arn(dead_queue), "maxReceiveCount": "3"}
+    return {
+        "FifoQueue": "true",
+        "ContentBasedDeduplication": "true",
+        "DeduplicationScope": "messageGroup",
+        "FifoThroughputLimit": "perMessageGroupId",
+        "VisibilityTimeout": "30",
+        "RedrivePolicy": json.dumps(policy, separators=(",", ":")),
+    }
+
+
 def expect_error(call: Callable[[], Any], *codes: str) -> ClientError:
     """Run `call`, which must fail with one of `codes` (shape name or legacy query code)."""
     try:
@@ -82,22 +111,8 @@ def ids(entries: list[dict[str, Any]] | None) -> set[str]:
     return {e["Id"] for e in entries or []}
 
 
-def main() -> int:
-    sqs = boto3.client(
-        "sqs",
-        config=Config(
-            retries={"total_max_attempts": 1, "mode": "standard"},
-            parameter_validation=False,  # step 17's empty batch must reach the server
-            connect_timeout=5,
-            read_timeout=30,
-        ),
-    )
-    protocol = sqs.meta.service_model.protocol
-    if protocol not in CLIENT_BY_PROTOCOL:
-        print(f"boto3 {boto3.__version__} speaks {protocol!r} to SQS: no client", file=sys.stderr)
-        return 1
-    client, default_prefix = CLIENT_BY_PROTOCOL[protocol]
-    prefix = os.environ.get("OKURI_SCENARIO_PREFIX", default_prefix)
+def sqs_core(sqs: Any, prefix: str) -> list[Step]:
+    """The sqs-core step list (compat/clients/README.md), as functions run in order."""
     main_q, dead_q, retry_q = prefix + "main", prefix + "dead", prefix + "retry"
     missing_q = prefix + "missing"
     attributes = {"VisibilityTimeout": "30", "MessageRetentionPeriod": "86400"}
@@ -421,7 +436,7 @@ def main() -> int:
         urls = sqs.list_queues(QueueNamePrefix=prefix).get("QueueUrls", [])
         check(urls == [], f"ListQueues answered {urls}")
 
-    steps: list[Callable[[], None]] = [
+    return [
         create_queue,
         create_queue_idempotent,
         create_queue_conflict,
@@ -466,6 +481,311 @@ def main() -> int:
         get_queue_url_deleted,
         list_queues_empty,
     ]
+
+
+def sqs_fifo(sqs: Any, prefix: str) -> list[Step]:
+    """The sqs-fifo step list (compat/clients/README.md), as functions run in order."""
+    main_q, dead_q = prefix + "fifo-main.fifo", prefix + "fifo-dead.fifo"
+    # The query-protocol boto3 predates MessageSystemAttributeNames; AttributeNames still asks
+    # for the same system attributes there.
+    receive_members = sqs.meta.service_model.operation_model("ReceiveMessage").input_shape.members
+    system_names = (
+        "MessageSystemAttributeNames"
+        if "MessageSystemAttributeNames" in receive_members
+        else "AttributeNames"
+    )
+    kept: dict[str, Any] = {}
+
+    def send(url: str, body: str, group: str | None, dedup: str | None, **more: Any) -> Any:
+        params: dict[str, Any] = {"QueueUrl": url, "MessageBody": body, **more}
+        if group is not None:
+            params["MessageGroupId"] = group
+        if dedup is not None:
+            params["MessageDeduplicationId"] = dedup
+        return sqs.send_message(**params)
+
+    def sent(r: Any, body: str, after: str | None) -> tuple[str, str]:
+        """(MessageId, SequenceNumber) of a send's answer, checked; its number after `after`."""
+        check(bool(r.get("MessageId")), f"no MessageId in {r}")
+        check(r.get("MD5OfMessageBody") == md5(body), f"MD5OfMessageBody {r}")
+        number = r.get("SequenceNumber", "")
+        check(is_sequence(number), f"SequenceNumber {number!r}")
+        if after is not None:
+            check(int(number) > int(after), f"SequenceNumber {number} not after {after}")
+        return r["MessageId"], number
+
+    def receive(**params: Any) -> list[dict[str, Any]]:
+        answer = sqs.receive_message(QueueUrl=kept["url"], **params)
+        return list(answer.get("Messages", []))
+
+    def create_dead_letter_queue() -> None:
+        url = sqs.create_queue(QueueName=dead_q, Attributes={"FifoQueue": "true"})["QueueUrl"]
+        check(url.endswith(f"/{ACCOUNT}/{dead_q}"), f"queue URL {url}")
+        kept["dead_url"] = url
+
+    def create_queue() -> None:
+        url = sqs.create_queue(QueueName=main_q, Attributes=fifo_attributes(dead_q))["QueueUrl"]
+        check(url.endswith(f"/{ACCOUNT}/{main_q}"), f"queue URL {url}")
+        kept["url"] = url
+
+    def get_queue_attributes() -> None:
+        got = sqs.get_queue_attributes(QueueUrl=kept["url"], AttributeNames=["All"])["Attributes"]
+        want = {
+            "FifoQueue": "true",
+            "ContentBasedDeduplication": "true",
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
+            "VisibilityTimeout": "30",
+            "QueueArn": arn(main_q),
+        }
+        wrong = {k: got.get(k) for k, v in want.items() if got.get(k) != v}
+        check(not wrong, f"attributes differ: {wrong}")
+        policy = json.loads(got.get("RedrivePolicy", "{}"))
+        check(
+            policy.get("deadLetterTargetArn") == arn(dead_q)
+            and str(policy.get("maxReceiveCount")) == "3",
+            f"RedrivePolicy {got.get('RedrivePolicy')}",
+        )
+
+    def get_dead_letter_queue_attributes() -> None:
+        got = sqs.get_queue_attributes(QueueUrl=kept["dead_url"], AttributeNames=FIFO_NAMES)
+        want = dict(zip(FIFO_NAMES, ("true", "false", "queue", "perQueue"), strict=True))
+        check(got.get("Attributes") == want, f"attributes {got.get('Attributes')}")
+
+    def send_message_a1() -> None:
+        r = send(kept["url"], fifo_body("a1"), "a", "a1")
+        kept["id_a1"], kept["seq_a1"] = sent(r, fifo_body("a1"), None)
+
+    def send_message_b1() -> None:
+        r = send(kept["url"], fifo_body("b1"), "b", "b1")
+        kept["seq_b1"] = sent(r, fifo_body("b1"), kept["seq_a1"])[1]
+
+    def send_message_a2() -> None:
+        r = send(kept["url"], fifo_body("a2"), "a", "a2")
+        kept["seq_a2"] = sent(r, fifo_body("a2"), kept["seq_b1"])[1]
+
+    def send_message_duplicate() -> None:
+        r = send(kept["url"], fifo_body("a1"), "a", "a1")
+        check(r.get("MessageId") == kept["id_a1"], f"MessageId {r.get('MessageId')}")
+
+    def send_message_content_based() -> None:
+        r = send(kept["url"], fifo_body("b2"), "b", None)
+        kept["id_b2"], kept["seq_b2"] = sent(r, fifo_body("b2"), kept["seq_a2"])
+
+    def send_message_content_duplicate() -> None:
+        r = send(kept["url"], fifo_body("b2"), "b", None)
+        check(r.get("MessageId") == kept["id_b2"], f"MessageId {r.get('MessageId')}")
+
+    def send_message_batch() -> None:
+        r = sqs.send_message_batch(
+            QueueUrl=kept["url"],
+            Entries=[
+                {
+                    "Id": x,
+                    "MessageBody": fifo_body(x),
+                    "MessageGroupId": x[0],
+                    "MessageDeduplicationId": x,
+                }
+                for x in ("a3", "b3")
+            ],
+        )
+        check(ids(r.get("Successful")) == {"a3", "b3"}, f"Successful {r.get('Successful')}")
+        check(not r.get("Failed"), f"Failed {r.get('Failed')}")
+        by_id = {e["Id"]: e for e in r["Successful"]}
+        kept["seq_a3"] = sent(by_id["a3"], fifo_body("a3"), kept["seq_b2"])[1]
+        kept["seq_b3"] = sent(by_id["b3"], fifo_body("b3"), kept["seq_a3"])[1]
+
+    def receive_first() -> None:
+        messages = receive(**{system_names: ["All"]}, MaxNumberOfMessages=1, WaitTimeSeconds=5)
+        check(len(messages) == 1, f"received {len(messages)} messages")
+        m = messages[0]
+        check(m["Body"] == fifo_body("a1"), f"Body {m['Body']}")
+        check(m["MessageId"] == kept["id_a1"], f"MessageId {m['MessageId']}")
+        system = m.get("Attributes", {})
+        want = {
+            "MessageGroupId": "a",
+            "MessageDeduplicationId": "a1",
+            "SequenceNumber": kept["seq_a1"],
+            "ApproximateReceiveCount": "1",
+        }
+        wrong = {k: system.get(k) for k, v in want.items() if system.get(k) != v}
+        check(not wrong, f"Attributes differ: {wrong}")
+        kept["h_a1"] = m["ReceiptHandle"]
+
+    def receive_other_group() -> None:
+        messages = receive(
+            **{system_names: ["All"]},
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=5,
+            ReceiveRequestAttemptId=ATTEMPT,
+        )
+        bodies = [m["Body"] for m in messages]
+        check(bodies == [fifo_body(x) for x in ("b1", "b2", "b3")], f"received {bodies}")
+        want = [
+            ("b", "b1", kept["seq_b1"]),
+            ("b", hashlib.sha256(fifo_body("b2").encode()).hexdigest(), kept["seq_b2"]),
+            ("b", "b3", kept["seq_b3"]),
+        ]
+        got = [
+            tuple(
+                m.get("Attributes", {}).get(k)
+                for k in ("MessageGroupId", "MessageDeduplicationId", "SequenceNumber")
+            )
+            for m in messages
+        ]
+        check(got == want, f"Attributes {got}")
+        kept["h_b"] = [m["ReceiptHandle"] for m in messages]
+
+    def receive_retry_attempt() -> None:
+        messages = receive(
+            **{system_names: ["All"]},
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=5,
+            ReceiveRequestAttemptId=ATTEMPT,
+        )
+        handles = [m["ReceiptHandle"] for m in messages]
+        check(handles == kept["h_b"], f"receipt handles {handles} != {kept['h_b']}")
+        bodies = [m["Body"] for m in messages]
+        check(bodies == [fifo_body(x) for x in ("b1", "b2", "b3")], f"received {bodies}")
+
+    def receive_held_group() -> None:
+        messages = receive(MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        check(not messages, f"received {[m['Body'] for m in messages]}")
+
+    def delete_message() -> None:
+        sqs.delete_message(QueueUrl=kept["url"], ReceiptHandle=kept["h_a1"])
+
+    def receive_next_in_group() -> None:
+        messages = receive(
+            **{system_names: ["MessageGroupId", "SequenceNumber"]},
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=5,
+        )
+        bodies = [m["Body"] for m in messages]
+        check(bodies == [fifo_body("a2"), fifo_body("a3")], f"received {bodies}")
+        got = [m.get("Attributes") for m in messages]
+        want = [
+            {"MessageGroupId": "a", "SequenceNumber": kept["seq_a2"]},
+            {"MessageGroupId": "a", "SequenceNumber": kept["seq_a3"]},
+        ]
+        check(got == want, f"Attributes {got}")
+        kept["h_a"] = [m["ReceiptHandle"] for m in messages]
+
+    def delete_message_batch() -> None:
+        handles = dict(zip(("a2", "a3", "b1", "b2", "b3"), kept["h_a"] + kept["h_b"], strict=True))
+        r = sqs.delete_message_batch(
+            QueueUrl=kept["url"],
+            Entries=[{"Id": k, "ReceiptHandle": h} for k, h in handles.items()],
+        )
+        check(ids(r.get("Successful")) == set(handles), f"Successful {r.get('Successful')}")
+        check(not r.get("Failed"), f"Failed {r.get('Failed')}")
+
+    def receive_empty() -> None:
+        messages = receive(MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        check(not messages, f"received {[m['Body'] for m in messages]}")
+
+    def send_message_missing_group() -> None:
+        expect_error(
+            lambda: send(kept["url"], fifo_body("x"), None, "x1"),
+            "MissingParameter",
+            "MissingRequiredParameterException",
+        )
+
+    def send_message_missing_deduplication_id() -> None:
+        expect_error(
+            lambda: send(kept["dead_url"], fifo_body("x"), "x", None),
+            "InvalidParameterValue",
+            "InvalidParameterValueException",
+        )
+
+    def send_message_delay() -> None:
+        expect_error(
+            lambda: send(kept["url"], fifo_body("x"), "x", "x2", DelaySeconds=5),
+            "InvalidParameterValue",
+            "InvalidParameterValueException",
+        )
+
+    def create_queue_fifo_name_only() -> None:
+        expect_error(
+            lambda: sqs.create_queue(QueueName=prefix + "fifo-plain.fifo"),
+            "InvalidParameterValue",
+            "InvalidParameterValueException",
+        )
+
+    def create_queue_fifo_attribute_only() -> None:
+        expect_error(
+            lambda: sqs.create_queue(
+                QueueName=prefix + "fifo-plain", Attributes={"FifoQueue": "true"}
+            ),
+            "InvalidParameterValue",
+            "InvalidParameterValueException",
+        )
+
+    def delete_queues() -> None:
+        for url in (kept["url"], kept["dead_url"]):
+            sqs.delete_queue(QueueUrl=url)
+
+    def list_queues_empty() -> None:
+        urls = sqs.list_queues(QueueNamePrefix=prefix + "fifo-").get("QueueUrls", [])
+        check(urls == [], f"ListQueues answered {urls}")
+
+    return [
+        create_dead_letter_queue,
+        create_queue,
+        get_queue_attributes,
+        get_dead_letter_queue_attributes,
+        send_message_a1,
+        send_message_b1,
+        send_message_a2,
+        send_message_duplicate,
+        send_message_content_based,
+        send_message_content_duplicate,
+        send_message_batch,
+        receive_first,
+        receive_other_group,
+        receive_retry_attempt,
+        receive_held_group,
+        delete_message,
+        receive_next_in_group,
+        delete_message_batch,
+        receive_empty,
+        send_message_missing_group,
+        send_message_missing_deduplication_id,
+        send_message_delay,
+        create_queue_fifo_name_only,
+        create_queue_fifo_attribute_only,
+        delete_queues,
+        list_queues_empty,
+    ]
+
+
+SCENARIOS: dict[str, Callable[[Any, str], list[Step]]] = {
+    "sqs-core": sqs_core,
+    "sqs-fifo": sqs_fifo,
+}
+
+
+def main() -> int:
+    scenario = os.environ.get("OKURI_SCENARIO") or DEFAULT_SCENARIO
+    if scenario not in SCENARIOS:
+        print(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    sqs = boto3.client(
+        "sqs",
+        config=Config(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            parameter_validation=False,  # step 17's empty batch must reach the server
+            connect_timeout=5,
+            read_timeout=30,
+        ),
+    )
+    protocol = sqs.meta.service_model.protocol
+    if protocol not in CLIENT_BY_PROTOCOL:
+        print(f"boto3 {boto3.__version__} speaks {protocol!r} to SQS: no client", file=sys.stderr)
+        return 1
+    client, default_prefix = CLIENT_BY_PROTOCOL[protocol]
+    prefix = os.environ.get("OKURI_SCENARIO_PREFIX", default_prefix)
+    steps = SCENARIOS[scenario](sqs, prefix)
     for number, step in enumerate(steps, 1):
         name = step.__name__.replace("_", "-")
         try:
@@ -476,7 +796,7 @@ def main() -> int:
         print(f"step {number} {name}: ok")
     print(
         "SCENARIO "
-        + json.dumps({"client": client, "version": boto3.__version__, "scenario": SCENARIO})
+        + json.dumps({"client": client, "version": boto3.__version__, "scenario": scenario})
     )
     return 0
 

@@ -1,6 +1,6 @@
-// The sqs-core scenario through aws-sdk-js v3 (@aws-sdk/client-sqs): every step of
+// The sqs-core and sqs-fifo scenarios through aws-sdk-js v3 (@aws-sdk/client-sqs): every step of
 // compat/clients/README.md, in order, with the same names, bodies and attribute values as the
-// boto3 reference program.
+// boto3 reference program. OKURI_SCENARIO names the scenario (sqs-core when unset).
 //
 // Configured only by the environment, as a user's program would be: AWS_ENDPOINT_URL (read by
 // the SDK itself), AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_REGION, and
@@ -36,7 +36,8 @@ import {
 } from "@aws-sdk/client-sqs";
 
 const CLIENT = "aws-sdk-js-v3";
-const SCENARIO = "sqs-core";
+// OKURI_SCENARIO picks the step list; unset, the program runs sqs-core.
+const DEFAULT_SCENARIO = "sqs-core";
 const SDK_VERSION = JSON.parse(
   readFileSync(new URL("./node_modules/@aws-sdk/client-sqs/package.json", import.meta.url)),
 ).version;
@@ -50,6 +51,9 @@ const ATTRS1 = {
 };
 const BAD_HANDLE = "not-a-receipt-handle";
 const ACCOUNT = "000000000000";
+// sqs-fifo's constants.
+const ATTEMPT = "sqs-fifo-attempt-1";
+const FIFO_NAMES = ["FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"];
 
 class StepFailed extends Error {}
 
@@ -62,6 +66,18 @@ const isMd5 = (value) => typeof value === "string" && /^[0-9a-f]{32}$/.test(valu
 const arn = (queue) => `arn:aws:sqs:us-east-1:${ACCOUNT}:${queue}`;
 const ids = (entries) => new Set((entries ?? []).map((e) => e.Id));
 const sameSet = (a, b) => a.size === b.size && [...a].every((x) => b.has(x));
+const fifoBody = (name) => `sqs-fifo ${name}`;
+// A FIFO SequenceNumber: a string of decimal digits (SQS's are 20 long).
+const isSequence = (value) => typeof value === "string" && /^\d+$/.test(value);
+// sqs-fifo's MAIN queue: every FIFO setting away from its default, and a FIFO dead-letter queue.
+const fifoAttributes = (deadQueue) => ({
+  FifoQueue: "true",
+  ContentBasedDeduplication: "true",
+  DeduplicationScope: "messageGroup",
+  FifoThroughputLimit: "perMessageGroupId",
+  VisibilityTimeout: "30",
+  RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn(deadQueue), maxReceiveCount: "3" }),
+});
 const show = (value) =>
   JSON.stringify(value, (k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
 
@@ -120,10 +136,8 @@ async function expectError(call, ...codes) {
   throw new StepFailed(`expected error ${codes.join(" or ")}, the call succeeded`);
 }
 
-async function main() {
-  const prefix = process.env.OKURI_SCENARIO_PREFIX ?? "js-v3-";
-  const sqs = new SQSClient({ maxAttempts: 1 }); // endpoint, keys and region from the environment
-  const send = (command) => sqs.send(command);
+// The sqs-core step list.
+function sqsCore(send, prefix) {
   const mainQ = prefix + "main";
   const deadQ = prefix + "dead";
   const retryQ = prefix + "retry";
@@ -131,7 +145,7 @@ async function main() {
   const attributes = { VisibilityTimeout: "30", MessageRetentionPeriod: "86400" };
   const kept = {};
 
-  const steps = [
+  return [
     async function createQueue() {
       const r = await send(
         new CreateQueueCommand({
@@ -515,6 +529,264 @@ async function main() {
       check(urls.length === 0, `ListQueues answered ${show(urls)}`);
     },
   ];
+}
+
+// The sqs-fifo step list: a FIFO queue with every FIFO setting changed and a FIFO dead-letter
+// queue; sends to two groups, duplicates by id and by content, a batch; receives in group order
+// with the in-flight rule and a retried ReceiveRequestAttemptId; SQS's FIFO errors.
+function sqsFifo(send, prefix) {
+  const mainQ = prefix + "fifo-main.fifo";
+  const deadQ = prefix + "fifo-dead.fifo";
+  const kept = {};
+  const sendTo = (url, body, group, dedup, more = {}) =>
+    send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: body,
+        ...(group === undefined ? {} : { MessageGroupId: group }),
+        ...(dedup === undefined ? {} : { MessageDeduplicationId: dedup }),
+        ...more,
+      }),
+    );
+  // A send's answer, checked: its MessageId and SequenceNumber, the latter after `after`.
+  const sent = (r, body, after) => {
+    check(Boolean(r.MessageId), `no MessageId in ${show(r)}`);
+    check(r.MD5OfMessageBody === md5(body), `MD5OfMessageBody ${show(r)}`);
+    check(isSequence(r.SequenceNumber), `SequenceNumber ${r.SequenceNumber}`);
+    if (after !== undefined) {
+      check(BigInt(r.SequenceNumber) > BigInt(after), `SequenceNumber ${r.SequenceNumber} not after ${after}`);
+    }
+    return [r.MessageId, r.SequenceNumber];
+  };
+  const receive = async (params) =>
+    (await send(new ReceiveMessageCommand({ QueueUrl: kept.url, ...params }))).Messages ?? [];
+  const attributesOf = (m, names) => names.map((n) => (m.Attributes ?? {})[n]);
+
+  return [
+    async function createDeadLetterQueue() {
+      const r = await send(new CreateQueueCommand({ QueueName: deadQ, Attributes: { FifoQueue: "true" } }));
+      check(r.QueueUrl?.endsWith(`/${ACCOUNT}/${deadQ}`), `queue URL ${r.QueueUrl}`);
+      kept.deadUrl = r.QueueUrl;
+    },
+    async function createQueue() {
+      const r = await send(new CreateQueueCommand({ QueueName: mainQ, Attributes: fifoAttributes(deadQ) }));
+      check(r.QueueUrl?.endsWith(`/${ACCOUNT}/${mainQ}`), `queue URL ${r.QueueUrl}`);
+      kept.url = r.QueueUrl;
+    },
+    async function getQueueAttributes() {
+      const got = (
+        await send(new GetQueueAttributesCommand({ QueueUrl: kept.url, AttributeNames: ["All"] }))
+      ).Attributes ?? {};
+      const want = {
+        FifoQueue: "true",
+        ContentBasedDeduplication: "true",
+        DeduplicationScope: "messageGroup",
+        FifoThroughputLimit: "perMessageGroupId",
+        VisibilityTimeout: "30",
+        QueueArn: arn(mainQ),
+      };
+      const wrong = Object.keys(want).filter((k) => got[k] !== want[k]);
+      check(wrong.length === 0, `attributes differ: ${show(Object.fromEntries(wrong.map((k) => [k, got[k]])))}`);
+      const policy = JSON.parse(got.RedrivePolicy ?? "{}");
+      check(
+        policy.deadLetterTargetArn === arn(deadQ) && String(policy.maxReceiveCount) === "3",
+        `RedrivePolicy ${got.RedrivePolicy}`,
+      );
+    },
+    async function getDeadLetterQueueAttributes() {
+      const got = (
+        await send(new GetQueueAttributesCommand({ QueueUrl: kept.deadUrl, AttributeNames: FIFO_NAMES }))
+      ).Attributes;
+      const want = {
+        FifoQueue: "true",
+        ContentBasedDeduplication: "false",
+        DeduplicationScope: "queue",
+        FifoThroughputLimit: "perQueue",
+      };
+      check(show(sortKeys(got ?? {})) === show(sortKeys(want)), `attributes ${show(got)}`);
+    },
+    async function sendMessageA1() {
+      [kept.idA1, kept.seqA1] = sent(await sendTo(kept.url, fifoBody("a1"), "a", "a1"), fifoBody("a1"));
+    },
+    async function sendMessageB1() {
+      kept.seqB1 = sent(await sendTo(kept.url, fifoBody("b1"), "b", "b1"), fifoBody("b1"), kept.seqA1)[1];
+    },
+    async function sendMessageA2() {
+      kept.seqA2 = sent(await sendTo(kept.url, fifoBody("a2"), "a", "a2"), fifoBody("a2"), kept.seqB1)[1];
+    },
+    async function sendMessageDuplicate() {
+      const r = await sendTo(kept.url, fifoBody("a1"), "a", "a1");
+      check(r.MessageId === kept.idA1, `MessageId ${r.MessageId} != ${kept.idA1}`);
+    },
+    async function sendMessageContentBased() {
+      [kept.idB2, kept.seqB2] = sent(await sendTo(kept.url, fifoBody("b2"), "b"), fifoBody("b2"), kept.seqA2);
+    },
+    async function sendMessageContentDuplicate() {
+      const r = await sendTo(kept.url, fifoBody("b2"), "b");
+      check(r.MessageId === kept.idB2, `MessageId ${r.MessageId} != ${kept.idB2}`);
+    },
+    async function sendMessageBatch() {
+      const r = await send(
+        new SendMessageBatchCommand({
+          QueueUrl: kept.url,
+          Entries: ["a3", "b3"].map((x) => ({
+            Id: x,
+            MessageBody: fifoBody(x),
+            MessageGroupId: x[0],
+            MessageDeduplicationId: x,
+          })),
+        }),
+      );
+      check(sameSet(ids(r.Successful), new Set(["a3", "b3"])), `Successful ${show(r.Successful)}`);
+      check(!r.Failed?.length, `Failed ${show(r.Failed)}`);
+      const byId = Object.fromEntries(r.Successful.map((e) => [e.Id, e]));
+      kept.seqA3 = sent(byId.a3, fifoBody("a3"), kept.seqB2)[1];
+      kept.seqB3 = sent(byId.b3, fifoBody("b3"), kept.seqA3)[1];
+    },
+    async function receiveFirst() {
+      const messages = await receive({
+        MessageSystemAttributeNames: ["All"],
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 5,
+      });
+      check(messages.length === 1, `received ${messages.length} messages`);
+      const m = messages[0];
+      check(m.Body === fifoBody("a1"), `Body ${m.Body}`);
+      check(m.MessageId === kept.idA1, `MessageId ${m.MessageId}`);
+      const names = ["MessageGroupId", "MessageDeduplicationId", "SequenceNumber", "ApproximateReceiveCount"];
+      const got = attributesOf(m, names);
+      check(show(got) === show(["a", "a1", kept.seqA1, "1"]), `Attributes ${show(m.Attributes)}`);
+      kept.hA1 = m.ReceiptHandle;
+    },
+    async function receiveOtherGroup() {
+      const messages = await receive({
+        MessageSystemAttributeNames: ["All"],
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 5,
+        ReceiveRequestAttemptId: ATTEMPT,
+      });
+      const bodies = messages.map((m) => m.Body);
+      check(show(bodies) === show(["b1", "b2", "b3"].map(fifoBody)), `received ${show(bodies)}`);
+      const names = ["MessageGroupId", "MessageDeduplicationId", "SequenceNumber"];
+      const got = messages.map((m) => attributesOf(m, names));
+      const want = [
+        ["b", "b1", kept.seqB1],
+        ["b", createHash("sha256").update(fifoBody("b2")).digest("hex"), kept.seqB2],
+        ["b", "b3", kept.seqB3],
+      ];
+      check(show(got) === show(want), `Attributes ${show(got)}`);
+      kept.hB = messages.map((m) => m.ReceiptHandle);
+    },
+    async function receiveRetryAttempt() {
+      const messages = await receive({
+        MessageSystemAttributeNames: ["All"],
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 5,
+        ReceiveRequestAttemptId: ATTEMPT,
+      });
+      const handles = messages.map((m) => m.ReceiptHandle);
+      check(show(handles) === show(kept.hB), `receipt handles ${show(handles)} != ${show(kept.hB)}`);
+      const bodies = messages.map((m) => m.Body);
+      check(show(bodies) === show(["b1", "b2", "b3"].map(fifoBody)), `received ${show(bodies)}`);
+    },
+    async function receiveHeldGroup() {
+      const messages = await receive({ MaxNumberOfMessages: 10, WaitTimeSeconds: 0 });
+      check(messages.length === 0, `received ${show(messages.map((m) => m.Body))}`);
+    },
+    async function deleteMessage() {
+      await send(new DeleteMessageCommand({ QueueUrl: kept.url, ReceiptHandle: kept.hA1 }));
+    },
+    async function receiveNextInGroup() {
+      const messages = await receive({
+        MessageSystemAttributeNames: ["MessageGroupId", "SequenceNumber"],
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 5,
+      });
+      const bodies = messages.map((m) => m.Body);
+      check(show(bodies) === show(["a2", "a3"].map(fifoBody)), `received ${show(bodies)}`);
+      const got = messages.map((m) => sortKeys(m.Attributes ?? {}));
+      const want = [
+        { MessageGroupId: "a", SequenceNumber: kept.seqA2 },
+        { MessageGroupId: "a", SequenceNumber: kept.seqA3 },
+      ];
+      check(show(got) === show(want), `Attributes ${show(got)}`);
+      kept.hA = messages.map((m) => m.ReceiptHandle);
+    },
+    async function deleteMessageBatch() {
+      const handles = [...kept.hA, ...kept.hB];
+      const names = ["a2", "a3", "b1", "b2", "b3"];
+      const r = await send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: kept.url,
+          Entries: names.map((Id, i) => ({ Id, ReceiptHandle: handles[i] })),
+        }),
+      );
+      check(sameSet(ids(r.Successful), new Set(names)), `Successful ${show(r.Successful)}`);
+      check(!r.Failed?.length, `Failed ${show(r.Failed)}`);
+    },
+    async function receiveEmpty() {
+      const messages = await receive({ MaxNumberOfMessages: 10, WaitTimeSeconds: 0 });
+      check(messages.length === 0, `received ${show(messages.map((m) => m.Body))}`);
+    },
+    async function sendMessageMissingGroup() {
+      await expectError(
+        () => sendTo(kept.url, fifoBody("x"), undefined, "x1"),
+        "MissingParameter",
+        "MissingRequiredParameterException",
+      );
+    },
+    async function sendMessageMissingDeduplicationId() {
+      await expectError(
+        () => sendTo(kept.deadUrl, fifoBody("x"), "x"),
+        "InvalidParameterValue",
+        "InvalidParameterValueException",
+      );
+    },
+    async function sendMessageDelay() {
+      await expectError(
+        () => sendTo(kept.url, fifoBody("x"), "x", "x2", { DelaySeconds: 5 }),
+        "InvalidParameterValue",
+        "InvalidParameterValueException",
+      );
+    },
+    async function createQueueFifoNameOnly() {
+      await expectError(
+        () => send(new CreateQueueCommand({ QueueName: prefix + "fifo-plain.fifo" })),
+        "InvalidParameterValue",
+        "InvalidParameterValueException",
+      );
+    },
+    async function createQueueFifoAttributeOnly() {
+      await expectError(
+        () =>
+          send(new CreateQueueCommand({ QueueName: prefix + "fifo-plain", Attributes: { FifoQueue: "true" } })),
+        "InvalidParameterValue",
+        "InvalidParameterValueException",
+      );
+    },
+    async function deleteQueues() {
+      for (const url of [kept.url, kept.deadUrl]) {
+        await send(new DeleteQueueCommand({ QueueUrl: url }));
+      }
+    },
+    async function listQueuesEmpty() {
+      const urls = (await send(new ListQueuesCommand({ QueueNamePrefix: prefix + "fifo-" }))).QueueUrls ?? [];
+      check(urls.length === 0, `ListQueues answered ${show(urls)}`);
+    },
+  ];
+}
+
+const SCENARIOS = { "sqs-core": sqsCore, "sqs-fifo": sqsFifo };
+
+async function main() {
+  const scenario = process.env.OKURI_SCENARIO || DEFAULT_SCENARIO;
+  if (!Object.hasOwn(SCENARIOS, scenario)) {
+    console.error(`unknown scenario ${scenario}; known: ${Object.keys(SCENARIOS).join(", ")}`);
+    return 2;
+  }
+  const prefix = process.env.OKURI_SCENARIO_PREFIX ?? "js-v3-";
+  const sqs = new SQSClient({ maxAttempts: 1 }); // endpoint, keys and region from the environment
+  const steps = SCENARIOS[scenario]((command) => sqs.send(command), prefix);
 
   for (const [index, step] of steps.entries()) {
     const name = step.name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
@@ -527,7 +799,7 @@ async function main() {
     }
     console.log(`step ${index + 1} ${name}: ok`);
   }
-  const line = [["client", CLIENT], ["version", SDK_VERSION], ["scenario", SCENARIO]]
+  const line = [["client", CLIENT], ["version", SDK_VERSION], ["scenario", scenario]]
     .map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`)
     .join(", ");
   console.log(`SCENARIO {${line}}`);

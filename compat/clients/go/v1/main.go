@@ -1,18 +1,21 @@
-// The sqs-core scenario through aws-sdk-go v1 (github.com/aws/aws-sdk-go/service/sqs), which
-// speaks SQS's query protocol: every step of compat/clients/README.md, in order, with the same
-// names, bodies and attribute values as the boto3 reference program.
+// The sqs-core and sqs-fifo scenarios through aws-sdk-go v1
+// (github.com/aws/aws-sdk-go/service/sqs), which speaks SQS's query protocol: every step of
+// compat/clients/README.md, in order, with the same names, bodies and attribute values as the
+// boto3 reference program.
 //
 // Configured by the environment: AWS_ENDPOINT_URL (this SDK does not read it, so the program
 // passes it as the endpoint, as a user's program would), AWS_ACCESS_KEY_ID /
-// AWS_SECRET_ACCESS_KEY, AWS_REGION (or AWS_DEFAULT_REGION), and OKURI_SCENARIO_PREFIX for
-// queue names. No retries, no client-side parameter validation (the empty batch must reach the
-// server), no polling loops. Exits 0 only if every check passed; the last stdout line is then
-// `SCENARIO {json}` naming the client and the SDK's version.
+// AWS_SECRET_ACCESS_KEY, AWS_REGION (or AWS_DEFAULT_REGION), OKURI_SCENARIO_PREFIX for queue
+// names and OKURI_SCENARIO for the scenario (sqs-core when unset). No retries, no client-side
+// parameter validation (the empty batch must reach the server), no polling loops. Exits 0 only
+// if every check passed; the last stdout line is then `SCENARIO {json}` naming the client, the
+// SDK's version and the scenario.
 //
-// The message move task actions (Start/List/CancelMessageMoveTask) are newer than this SDK's API
-// model, so steps 36-38 are reported as skipped. Steps 39 and 40 send the step list's requests,
-// but with no task nothing moves: step 39 expects RETRY to stay empty for its whole wait and
-// step 40 both of DEAD's messages.
+// In sqs-core, the message move task actions (Start/List/CancelMessageMoveTask) are newer than
+// this SDK's API model, so steps 36-38 are reported as skipped. Steps 39 and 40 send the step
+// list's requests, but with no task nothing moves: step 39 expects RETRY to stay empty for its
+// whole wait and step 40 both of DEAD's messages. sqs-fifo runs as written, except that
+// ReceiveMessage asks for system attributes with AttributeNames (see fifoSteps).
 package main
 
 import (
@@ -111,6 +114,21 @@ func run() int {
 	}
 	c := sqs.New(sess)
 
+	steps := coreSteps(c, prefix)
+	if settings.Scenario == sqscore.FifoScenario {
+		steps = fifoSteps(c, prefix)
+	}
+
+	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go %s's SQS API", aws.SDKVersion) }
+	if !sqscore.RunSteps(steps, skipped) {
+		return 1
+	}
+	fmt.Println(sqscore.ScenarioLine(client, aws.SDKVersion, settings.Scenario))
+	return 0
+}
+
+// coreSteps is the sqs-core step list.
+func coreSteps(c *sqs.SQS, prefix string) []sqscore.Step {
 	mainQ, deadQ, retryQ, missingQ := prefix+"main", prefix+"dead", prefix+"retry", prefix+"missing"
 	attributes := map[string]*string{
 		"VisibilityTimeout":      aws.String("30"),
@@ -134,7 +152,7 @@ func run() int {
 		return m
 	}
 
-	steps := []sqscore.Step{
+	return []sqscore.Step{
 		{"create-queue", func() error {
 			r, err := c.CreateQueue(&sqs.CreateQueueInput{
 				QueueName:  aws.String(mainQ),
@@ -523,11 +541,315 @@ func run() int {
 			return nil
 		}},
 	}
+}
 
-	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go %s's SQS API", aws.SDKVersion) }
-	if !sqscore.RunSteps(steps, skipped) {
-		return 1
+// fifoSteps is the sqs-fifo step list. This SDK's ReceiveMessage has no
+// MessageSystemAttributeNames; its AttributeNames asks for the same system attributes.
+func fifoSteps(c *sqs.SQS, prefix string) []sqscore.Step {
+	mainQ, deadQ := prefix+"fifo-main.fifo", prefix+"fifo-dead.fifo"
+	var url, deadURL, idA1, seqA1, seqB1, seqA2, idB2, seqB2, seqA3, seqB3, hA1 string
+	var hA, hB []string
+
+	sendTo := func(queueURL, body, group, dedup string, delay int64) (*sqs.SendMessageOutput, error) {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)}
+		if group != "" {
+			in.MessageGroupId = aws.String(group)
+		}
+		if dedup != "" {
+			in.MessageDeduplicationId = aws.String(dedup)
+		}
+		if delay != 0 {
+			in.DelaySeconds = aws.Int64(delay)
+		}
+		return c.SendMessage(in)
 	}
-	fmt.Println(sqscore.ScenarioLine(client, aws.SDKVersion))
-	return 0
+	// sent checks a send's answer and returns its MessageId and SequenceNumber, the latter after
+	// after (when not empty).
+	sent := func(id, md5, number *string, body, after string) (string, string) {
+		sqscore.Check(aws.StringValue(id) != "", "no MessageId")
+		sqscore.Check(aws.StringValue(md5) == sqscore.MD5Hex([]byte(body)), "MD5OfMessageBody %s", aws.StringValue(md5))
+		return aws.StringValue(id), sqscore.Sequence(aws.StringValue(number), after)
+	}
+	send := func(body, group, dedup, after string) (string, string) {
+		r, err := sendTo(url, body, group, dedup, 0)
+		sqscore.Must(err)
+		return sent(r.MessageId, r.MD5OfMessageBody, r.SequenceNumber, body, after)
+	}
+	receive := func(in *sqs.ReceiveMessageInput) []*sqs.Message {
+		in.QueueUrl = aws.String(url)
+		r, err := c.ReceiveMessage(in)
+		sqscore.Must(err)
+		return r.Messages
+	}
+	bodies := func(messages []*sqs.Message) []string {
+		out := []string{}
+		for _, m := range messages {
+			out = append(out, aws.StringValue(m.Body))
+		}
+		return out
+	}
+	handles := func(messages []*sqs.Message) []string {
+		out := []string{}
+		for _, m := range messages {
+			out = append(out, aws.StringValue(m.ReceiptHandle))
+		}
+		return out
+	}
+	attributes := func(m *sqs.Message, names ...string) []string {
+		out := []string{}
+		for _, n := range names {
+			out = append(out, aws.StringValue(m.Attributes[n]))
+		}
+		return out
+	}
+	fifoBodies := func(names ...string) []string {
+		out := []string{}
+		for _, n := range names {
+			out = append(out, sqscore.FifoBody(n))
+		}
+		return out
+	}
+
+	return []sqscore.Step{
+		{"create-dead-letter-queue", func() error {
+			r, err := c.CreateQueue(&sqs.CreateQueueInput{
+				QueueName: aws.String(deadQ), Attributes: map[string]*string{"FifoQueue": aws.String("true")},
+			})
+			sqscore.Must(err)
+			deadURL = aws.StringValue(r.QueueUrl)
+			sqscore.Check(strings.HasSuffix(deadURL, "/"+sqscore.Account+"/"+deadQ), "queue URL %s", deadURL)
+			return nil
+		}},
+		{"create-queue", func() error {
+			r, err := c.CreateQueue(&sqs.CreateQueueInput{
+				QueueName: aws.String(mainQ), Attributes: aws.StringMap(sqscore.FifoAttributes(deadQ)),
+			})
+			sqscore.Must(err)
+			url = aws.StringValue(r.QueueUrl)
+			sqscore.Check(strings.HasSuffix(url, "/"+sqscore.Account+"/"+mainQ), "queue URL %s", url)
+			return nil
+		}},
+		{"get-queue-attributes", func() error {
+			r, err := c.GetQueueAttributes(&sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(url), AttributeNames: aws.StringSlice([]string{"All"}),
+			})
+			sqscore.Must(err)
+			got := aws.StringValueMap(r.Attributes)
+			want := map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "true",
+				"DeduplicationScope":        "messageGroup",
+				"FifoThroughputLimit":       "perMessageGroupId",
+				"VisibilityTimeout":         "30",
+				"QueueArn":                  sqscore.ARN(mainQ),
+			}
+			wrong := map[string]string{}
+			for k, v := range want {
+				if got[k] != v {
+					wrong[k] = got[k]
+				}
+			}
+			sqscore.Check(len(wrong) == 0, "attributes differ: %s", sqscore.Show(wrong))
+			sqscore.CheckRedrivePolicy(got["RedrivePolicy"], deadQ)
+			return nil
+		}},
+		{"get-dead-letter-queue-attributes", func() error {
+			r, err := c.GetQueueAttributes(&sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(deadURL), AttributeNames: aws.StringSlice(sqscore.FifoNames),
+			})
+			sqscore.Must(err)
+			got := aws.StringValueMap(r.Attributes)
+			want := map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "false",
+				"DeduplicationScope":        "queue",
+				"FifoThroughputLimit":       "perQueue",
+			}
+			sqscore.Check(reflect.DeepEqual(got, want), "attributes %s", sqscore.Show(got))
+			return nil
+		}},
+		{"send-message-a1", func() error {
+			idA1, seqA1 = send(sqscore.FifoBody("a1"), "a", "a1", "")
+			return nil
+		}},
+		{"send-message-b1", func() error {
+			_, seqB1 = send(sqscore.FifoBody("b1"), "b", "b1", seqA1)
+			return nil
+		}},
+		{"send-message-a2", func() error {
+			_, seqA2 = send(sqscore.FifoBody("a2"), "a", "a2", seqB1)
+			return nil
+		}},
+		{"send-message-duplicate", func() error {
+			r, err := sendTo(url, sqscore.FifoBody("a1"), "a", "a1", 0)
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.MessageId) == idA1, "MessageId %s != %s", aws.StringValue(r.MessageId), idA1)
+			return nil
+		}},
+		{"send-message-content-based", func() error {
+			idB2, seqB2 = send(sqscore.FifoBody("b2"), "b", "", seqA2)
+			return nil
+		}},
+		{"send-message-content-duplicate", func() error {
+			r, err := sendTo(url, sqscore.FifoBody("b2"), "b", "", 0)
+			sqscore.Must(err)
+			sqscore.Check(aws.StringValue(r.MessageId) == idB2, "MessageId %s != %s", aws.StringValue(r.MessageId), idB2)
+			return nil
+		}},
+		{"send-message-batch", func() error {
+			entries := []*sqs.SendMessageBatchRequestEntry{}
+			for _, x := range []string{"a3", "b3"} {
+				entries = append(entries, &sqs.SendMessageBatchRequestEntry{
+					Id:                     aws.String(x),
+					MessageBody:            aws.String(sqscore.FifoBody(x)),
+					MessageGroupId:         aws.String(x[:1]),
+					MessageDeduplicationId: aws.String(x),
+				})
+			}
+			r, err := c.SendMessageBatch(&sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("a3", "b3")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
+			byID := map[string]*sqs.SendMessageBatchResultEntry{}
+			for _, e := range r.Successful {
+				byID[aws.StringValue(e.Id)] = e
+			}
+			a3, b3 := byID["a3"], byID["b3"]
+			_, seqA3 = sent(a3.MessageId, a3.MD5OfMessageBody, a3.SequenceNumber, sqscore.FifoBody("a3"), seqB2)
+			_, seqB3 = sent(b3.MessageId, b3.MD5OfMessageBody, b3.SequenceNumber, sqscore.FifoBody("b3"), seqA3)
+			return nil
+		}},
+		{"receive-first", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:      aws.StringSlice([]string{"All"}),
+				MaxNumberOfMessages: aws.Int64(1),
+				WaitTimeSeconds:     aws.Int64(5),
+			})
+			sqscore.Check(len(messages) == 1, "received %d messages", len(messages))
+			m := messages[0]
+			sqscore.Check(aws.StringValue(m.Body) == sqscore.FifoBody("a1"), "Body %s", aws.StringValue(m.Body))
+			sqscore.Check(aws.StringValue(m.MessageId) == idA1, "MessageId %s", aws.StringValue(m.MessageId))
+			got := attributes(m, "MessageGroupId", "MessageDeduplicationId", "SequenceNumber", "ApproximateReceiveCount")
+			sqscore.Check(reflect.DeepEqual(got, []string{"a", "a1", seqA1, "1"}), "Attributes %s", sqscore.Show(m.Attributes))
+			hA1 = aws.StringValue(m.ReceiptHandle)
+			return nil
+		}},
+		{"receive-other-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:          aws.StringSlice([]string{"All"}),
+				MaxNumberOfMessages:     aws.Int64(10),
+				WaitTimeSeconds:         aws.Int64(5),
+				ReceiveRequestAttemptId: aws.String(sqscore.Attempt),
+			})
+			got := bodies(messages)
+			sqscore.Check(reflect.DeepEqual(got, fifoBodies("b1", "b2", "b3")), "received %s", sqscore.Show(got))
+			want := [][]string{
+				{"b", "b1", seqB1},
+				{"b", sqscore.SHA256Hex([]byte(sqscore.FifoBody("b2"))), seqB2},
+				{"b", "b3", seqB3},
+			}
+			for i, m := range messages {
+				a := attributes(m, "MessageGroupId", "MessageDeduplicationId", "SequenceNumber")
+				sqscore.Check(reflect.DeepEqual(a, want[i]), "Attributes of %s: %s", aws.StringValue(m.Body), sqscore.Show(a))
+			}
+			hB = handles(messages)
+			return nil
+		}},
+		{"receive-retry-attempt", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:          aws.StringSlice([]string{"All"}),
+				MaxNumberOfMessages:     aws.Int64(10),
+				WaitTimeSeconds:         aws.Int64(5),
+				ReceiveRequestAttemptId: aws.String(sqscore.Attempt),
+			})
+			got := handles(messages)
+			sqscore.Check(reflect.DeepEqual(got, hB), "receipt handles %s != %s", sqscore.Show(got), sqscore.Show(hB))
+			sqscore.Check(reflect.DeepEqual(bodies(messages), fifoBodies("b1", "b2", "b3")), "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"receive-held-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{MaxNumberOfMessages: aws.Int64(10), WaitTimeSeconds: aws.Int64(0)})
+			sqscore.Check(len(messages) == 0, "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"delete-message", func() error {
+			_, err := c.DeleteMessage(&sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(hA1)})
+			sqscore.Must(err)
+			return nil
+		}},
+		{"receive-next-in-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:      aws.StringSlice([]string{"MessageGroupId", "SequenceNumber"}),
+				MaxNumberOfMessages: aws.Int64(10),
+				WaitTimeSeconds:     aws.Int64(5),
+			})
+			got := bodies(messages)
+			sqscore.Check(reflect.DeepEqual(got, fifoBodies("a2", "a3")), "received %s", sqscore.Show(got))
+			for i, seq := range []string{seqA2, seqA3} {
+				a := aws.StringValueMap(messages[i].Attributes)
+				want := map[string]string{"MessageGroupId": "a", "SequenceNumber": seq}
+				sqscore.Check(reflect.DeepEqual(a, want), "Attributes of %s: %s", got[i], sqscore.Show(a))
+			}
+			hA = handles(messages)
+			return nil
+		}},
+		{"delete-message-batch", func() error {
+			names := []string{"a2", "a3", "b1", "b2", "b3"}
+			all := append(append([]string{}, hA...), hB...)
+			entries := []*sqs.DeleteMessageBatchRequestEntry{}
+			for i, n := range names {
+				entries = append(entries, &sqs.DeleteMessageBatchRequestEntry{Id: aws.String(n), ReceiptHandle: aws.String(all[i])})
+			}
+			r, err := c.DeleteMessageBatch(&sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set(names...)), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
+			return nil
+		}},
+		{"receive-empty", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{MaxNumberOfMessages: aws.Int64(10), WaitTimeSeconds: aws.Int64(0)})
+			sqscore.Check(len(messages) == 0, "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"send-message-missing-group", func() error {
+			_, err := sendTo(url, sqscore.FifoBody("x"), "", "x1", 0)
+			expectError(err, "MissingParameter", "MissingRequiredParameterException")
+			return nil
+		}},
+		{"send-message-missing-deduplication-id", func() error {
+			_, err := sendTo(deadURL, sqscore.FifoBody("x"), "x", "", 0)
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"send-message-delay", func() error {
+			_, err := sendTo(url, sqscore.FifoBody("x"), "x", "x2", 5)
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"create-queue-fifo-name-only", func() error {
+			_, err := c.CreateQueue(&sqs.CreateQueueInput{QueueName: aws.String(prefix + "fifo-plain.fifo")})
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"create-queue-fifo-attribute-only", func() error {
+			_, err := c.CreateQueue(&sqs.CreateQueueInput{
+				QueueName: aws.String(prefix + "fifo-plain"), Attributes: map[string]*string{"FifoQueue": aws.String("true")},
+			})
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"delete-queues", func() error {
+			for _, u := range []string{url, deadURL} {
+				_, err := c.DeleteQueue(&sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+				sqscore.Must(err)
+			}
+			return nil
+		}},
+		{"list-queues-empty", func() error {
+			r, err := c.ListQueues(&sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix + "fifo-")})
+			sqscore.Must(err)
+			sqscore.Check(len(r.QueueUrls) == 0, "ListQueues answered %s", sqscore.Show(aws.StringValueSlice(r.QueueUrls)))
+			return nil
+		}},
+	}
 }

@@ -1,15 +1,17 @@
-// The sqs-core scenario through aws-sdk-go v2 (github.com/aws/aws-sdk-go-v2/service/sqs), whose
-// SQS client in this release speaks SQS's query protocol: every step of compat/clients/README.md,
-// in order, with the same names, bodies and attribute values as the boto3 reference program.
+// The sqs-core and sqs-fifo scenarios through aws-sdk-go v2
+// (github.com/aws/aws-sdk-go-v2/service/sqs), whose SQS client in this release speaks SQS's
+// query protocol: every step of compat/clients/README.md, in order, with the same names, bodies
+// and attribute values as the boto3 reference program.
 //
 // Configured by the environment: AWS_ENDPOINT_URL (this SDK release does not read it, so the
 // program passes it as the endpoint, as a user's program would), AWS_ACCESS_KEY_ID /
-// AWS_SECRET_ACCESS_KEY, AWS_REGION (or AWS_DEFAULT_REGION), and OKURI_SCENARIO_PREFIX for
-// queue names. No retries, no client-side parameter validation (the empty batch must reach the
-// server), no polling loops. Exits 0 only if every check passed; the last stdout line is then
-// `SCENARIO {json}` naming the client and the SDK's version.
+// AWS_SECRET_ACCESS_KEY, AWS_REGION (or AWS_DEFAULT_REGION), OKURI_SCENARIO_PREFIX for queue
+// names and OKURI_SCENARIO for the scenario (sqs-core when unset). No retries, no client-side
+// parameter validation (the empty batch must reach the server), no polling loops. Exits 0 only
+// if every check passed; the last stdout line is then `SCENARIO {json}` naming the client, the
+// SDK's version and the scenario.
 //
-// Two differences from the step list, both this SDK release's:
+// Two differences from the sqs-core step list, both this SDK release's (for sqs-fifo, see fifoSteps):
 //   - integer members are plain int32s and a zero is never sent, so ReceiveMessage cannot ask
 //     for VisibilityTimeout 0. Steps 28 and 29 give DEAD and RETRY a queue-level
 //     VisibilityTimeout of "0" instead, which makes steps 31-33 (and 40) behave as in the other
@@ -124,6 +126,57 @@ func run() int {
 		o.APIOptions = append(o.APIOptions, skipInputValidation, captureModuleVersion(&sqsVersion))
 	})
 
+	steps := coreSteps(ctx, c, prefix)
+	if settings.Scenario == sqscore.FifoScenario {
+		steps = fifoSteps(ctx, c, prefix)
+	}
+
+	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go-v2 service/sqs %s's API", sqsVersion) }
+	if !sqscore.RunSteps(steps, skipped) {
+		return 1
+	}
+	version := fmt.Sprintf("%s (service/sqs %s)", aws.SDKVersion, sqsVersion)
+	fmt.Println(sqscore.ScenarioLine(client, version, settings.Scenario))
+	return 0
+}
+
+// skipInputValidation drops the SDK's own check of required members, so that requests it would
+// refuse (an empty batch) reach the server, as the step list asks.
+func skipInputValidation(stack *middleware.Stack) error {
+	_, _ = stack.Initialize.Remove("OperationInputValidation") // absent for some operations
+	return nil
+}
+
+// captureModuleVersion records the service/sqs module's version from the User-Agent the SDK
+// sends ("api/sqs/1.19.12"): the module keeps it in an unexported constant.
+func captureModuleVersion(into *string) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("CaptureModuleVersion",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (
+				middleware.FinalizeOutput, middleware.Metadata, error,
+			) {
+				if req, ok := in.Request.(*smithyhttp.Request); ok {
+					for _, field := range strings.Fields(req.Header.Get("User-Agent")) {
+						if v := strings.TrimPrefix(field, "api/sqs/"); v != field {
+							*into = v
+						}
+					}
+				}
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+func attributeNames(names []string) []types.QueueAttributeName {
+	out := make([]types.QueueAttributeName, len(names))
+	for i, n := range names {
+		out[i] = types.QueueAttributeName(n)
+	}
+	return out
+}
+
+// coreSteps is the sqs-core step list.
+func coreSteps(ctx context.Context, c *sqs.Client, prefix string) []sqscore.Step {
 	mainQ, deadQ, retryQ, missingQ := prefix+"main", prefix+"dead", prefix+"retry", prefix+"missing"
 	attributes := map[string]string{
 		"VisibilityTimeout":      "30",
@@ -147,7 +200,7 @@ func run() int {
 		return m
 	}
 
-	steps := []sqscore.Step{
+	return []sqscore.Step{
 		{"create-queue", func() error {
 			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
 				QueueName:  aws.String(mainQ),
@@ -541,46 +594,314 @@ func run() int {
 			return nil
 		}},
 	}
+}
 
-	skipped := func() string { return fmt.Sprintf("not in aws-sdk-go-v2 service/sqs %s's API", sqsVersion) }
-	if !sqscore.RunSteps(steps, skipped) {
-		return 1
+// fifoSteps is the sqs-fifo step list. This SDK release's ReceiveMessage has no
+// MessageSystemAttributeNames; its AttributeNames asks for the same system attributes. A zero
+// WaitTimeSeconds is left out (this SDK never sends one; 0 is the queue's default).
+func fifoSteps(ctx context.Context, c *sqs.Client, prefix string) []sqscore.Step {
+	mainQ, deadQ := prefix+"fifo-main.fifo", prefix+"fifo-dead.fifo"
+	var url, deadURL, idA1, seqA1, seqB1, seqA2, idB2, seqB2, seqA3, seqB3, hA1 string
+	var hA, hB []string
+
+	sendTo := func(queueURL, body, group, dedup string, delay int32) (*sqs.SendMessageOutput, error) {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)}
+		if group != "" {
+			in.MessageGroupId = aws.String(group)
+		}
+		if dedup != "" {
+			in.MessageDeduplicationId = aws.String(dedup)
+		}
+		in.DelaySeconds = delay // a zero is not sent
+		return c.SendMessage(ctx, in)
 	}
-	fmt.Println(sqscore.ScenarioLine(client, fmt.Sprintf("%s (service/sqs %s)", aws.SDKVersion, sqsVersion)))
-	return 0
-}
+	// sent checks a send's answer and returns its MessageId and SequenceNumber, the latter after
+	// after (when not empty).
+	sent := func(id, md5, number *string, body, after string) (string, string) {
+		sqscore.Check(aws.ToString(id) != "", "no MessageId")
+		sqscore.Check(aws.ToString(md5) == sqscore.MD5Hex([]byte(body)), "MD5OfMessageBody %s", aws.ToString(md5))
+		return aws.ToString(id), sqscore.Sequence(aws.ToString(number), after)
+	}
+	send := func(body, group, dedup, after string) (string, string) {
+		r, err := sendTo(url, body, group, dedup, 0)
+		sqscore.Must(err)
+		return sent(r.MessageId, r.MD5OfMessageBody, r.SequenceNumber, body, after)
+	}
+	receive := func(in *sqs.ReceiveMessageInput) []types.Message {
+		in.QueueUrl = aws.String(url)
+		r, err := c.ReceiveMessage(ctx, in)
+		sqscore.Must(err)
+		return r.Messages
+	}
+	bodies := func(messages []types.Message) []string {
+		out := []string{}
+		for _, m := range messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+		return out
+	}
+	handles := func(messages []types.Message) []string {
+		out := []string{}
+		for _, m := range messages {
+			out = append(out, aws.ToString(m.ReceiptHandle))
+		}
+		return out
+	}
+	attributes := func(m types.Message, names ...string) []string {
+		out := []string{}
+		for _, n := range names {
+			out = append(out, m.Attributes[n])
+		}
+		return out
+	}
+	fifoBodies := func(names ...string) []string {
+		out := []string{}
+		for _, n := range names {
+			out = append(out, sqscore.FifoBody(n))
+		}
+		return out
+	}
 
-// skipInputValidation drops the SDK's own check of required members, so that requests it would
-// refuse (an empty batch) reach the server, as the step list asks.
-func skipInputValidation(stack *middleware.Stack) error {
-	_, _ = stack.Initialize.Remove("OperationInputValidation") // absent for some operations
-	return nil
-}
-
-// captureModuleVersion records the service/sqs module's version from the User-Agent the SDK
-// sends ("api/sqs/1.19.12"): the module keeps it in an unexported constant.
-func captureModuleVersion(into *string) func(*middleware.Stack) error {
-	return func(stack *middleware.Stack) error {
-		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("CaptureModuleVersion",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (
-				middleware.FinalizeOutput, middleware.Metadata, error,
-			) {
-				if req, ok := in.Request.(*smithyhttp.Request); ok {
-					for _, field := range strings.Fields(req.Header.Get("User-Agent")) {
-						if v := strings.TrimPrefix(field, "api/sqs/"); v != field {
-							*into = v
-						}
-					}
+	return []sqscore.Step{
+		{"create-dead-letter-queue", func() error {
+			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
+				QueueName: aws.String(deadQ), Attributes: map[string]string{"FifoQueue": "true"},
+			})
+			sqscore.Must(err)
+			deadURL = aws.ToString(r.QueueUrl)
+			sqscore.Check(strings.HasSuffix(deadURL, "/"+sqscore.Account+"/"+deadQ), "queue URL %s", deadURL)
+			return nil
+		}},
+		{"create-queue", func() error {
+			r, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
+				QueueName: aws.String(mainQ), Attributes: sqscore.FifoAttributes(deadQ),
+			})
+			sqscore.Must(err)
+			url = aws.ToString(r.QueueUrl)
+			sqscore.Check(strings.HasSuffix(url, "/"+sqscore.Account+"/"+mainQ), "queue URL %s", url)
+			return nil
+		}},
+		{"get-queue-attributes", func() error {
+			r, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{"All"},
+			})
+			sqscore.Must(err)
+			got := r.Attributes
+			want := map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "true",
+				"DeduplicationScope":        "messageGroup",
+				"FifoThroughputLimit":       "perMessageGroupId",
+				"VisibilityTimeout":         "30",
+				"QueueArn":                  sqscore.ARN(mainQ),
+			}
+			wrong := map[string]string{}
+			for k, v := range want {
+				if got[k] != v {
+					wrong[k] = got[k]
 				}
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
+			}
+			sqscore.Check(len(wrong) == 0, "attributes differ: %s", sqscore.Show(wrong))
+			sqscore.CheckRedrivePolicy(got["RedrivePolicy"], deadQ)
+			return nil
+		}},
+		{"get-dead-letter-queue-attributes", func() error {
+			r, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(deadURL), AttributeNames: attributeNames(sqscore.FifoNames),
+			})
+			sqscore.Must(err)
+			got := r.Attributes
+			want := map[string]string{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": "false",
+				"DeduplicationScope":        "queue",
+				"FifoThroughputLimit":       "perQueue",
+			}
+			sqscore.Check(reflect.DeepEqual(got, want), "attributes %s", sqscore.Show(got))
+			return nil
+		}},
+		{"send-message-a1", func() error {
+			idA1, seqA1 = send(sqscore.FifoBody("a1"), "a", "a1", "")
+			return nil
+		}},
+		{"send-message-b1", func() error {
+			_, seqB1 = send(sqscore.FifoBody("b1"), "b", "b1", seqA1)
+			return nil
+		}},
+		{"send-message-a2", func() error {
+			_, seqA2 = send(sqscore.FifoBody("a2"), "a", "a2", seqB1)
+			return nil
+		}},
+		{"send-message-duplicate", func() error {
+			r, err := sendTo(url, sqscore.FifoBody("a1"), "a", "a1", 0)
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.MessageId) == idA1, "MessageId %s != %s", aws.ToString(r.MessageId), idA1)
+			return nil
+		}},
+		{"send-message-content-based", func() error {
+			idB2, seqB2 = send(sqscore.FifoBody("b2"), "b", "", seqA2)
+			return nil
+		}},
+		{"send-message-content-duplicate", func() error {
+			r, err := sendTo(url, sqscore.FifoBody("b2"), "b", "", 0)
+			sqscore.Must(err)
+			sqscore.Check(aws.ToString(r.MessageId) == idB2, "MessageId %s != %s", aws.ToString(r.MessageId), idB2)
+			return nil
+		}},
+		{"send-message-batch", func() error {
+			entries := []types.SendMessageBatchRequestEntry{}
+			for _, x := range []string{"a3", "b3"} {
+				entries = append(entries, types.SendMessageBatchRequestEntry{
+					Id:                     aws.String(x),
+					MessageBody:            aws.String(sqscore.FifoBody(x)),
+					MessageGroupId:         aws.String(x[:1]),
+					MessageDeduplicationId: aws.String(x),
+				})
+			}
+			r, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set("a3", "b3")), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
+			byID := map[string]types.SendMessageBatchResultEntry{}
+			for _, e := range r.Successful {
+				byID[aws.ToString(e.Id)] = e
+			}
+			a3, b3 := byID["a3"], byID["b3"]
+			_, seqA3 = sent(a3.MessageId, a3.MD5OfMessageBody, a3.SequenceNumber, sqscore.FifoBody("a3"), seqB2)
+			_, seqB3 = sent(b3.MessageId, b3.MD5OfMessageBody, b3.SequenceNumber, sqscore.FifoBody("b3"), seqA3)
+			return nil
+		}},
+		{"receive-first", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:      []types.QueueAttributeName{"All"},
+				MaxNumberOfMessages: int32(1),
+				WaitTimeSeconds:     int32(5),
+			})
+			sqscore.Check(len(messages) == 1, "received %d messages", len(messages))
+			m := messages[0]
+			sqscore.Check(aws.ToString(m.Body) == sqscore.FifoBody("a1"), "Body %s", aws.ToString(m.Body))
+			sqscore.Check(aws.ToString(m.MessageId) == idA1, "MessageId %s", aws.ToString(m.MessageId))
+			got := attributes(m, "MessageGroupId", "MessageDeduplicationId", "SequenceNumber", "ApproximateReceiveCount")
+			sqscore.Check(reflect.DeepEqual(got, []string{"a", "a1", seqA1, "1"}), "Attributes %s", sqscore.Show(m.Attributes))
+			hA1 = aws.ToString(m.ReceiptHandle)
+			return nil
+		}},
+		{"receive-other-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:          []types.QueueAttributeName{"All"},
+				MaxNumberOfMessages:     int32(10),
+				WaitTimeSeconds:         int32(5),
+				ReceiveRequestAttemptId: aws.String(sqscore.Attempt),
+			})
+			got := bodies(messages)
+			sqscore.Check(reflect.DeepEqual(got, fifoBodies("b1", "b2", "b3")), "received %s", sqscore.Show(got))
+			want := [][]string{
+				{"b", "b1", seqB1},
+				{"b", sqscore.SHA256Hex([]byte(sqscore.FifoBody("b2"))), seqB2},
+				{"b", "b3", seqB3},
+			}
+			for i, m := range messages {
+				a := attributes(m, "MessageGroupId", "MessageDeduplicationId", "SequenceNumber")
+				sqscore.Check(reflect.DeepEqual(a, want[i]), "Attributes of %s: %s", aws.ToString(m.Body), sqscore.Show(a))
+			}
+			hB = handles(messages)
+			return nil
+		}},
+		{"receive-retry-attempt", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:          []types.QueueAttributeName{"All"},
+				MaxNumberOfMessages:     int32(10),
+				WaitTimeSeconds:         int32(5),
+				ReceiveRequestAttemptId: aws.String(sqscore.Attempt),
+			})
+			got := handles(messages)
+			sqscore.Check(reflect.DeepEqual(got, hB), "receipt handles %s != %s", sqscore.Show(got), sqscore.Show(hB))
+			sqscore.Check(reflect.DeepEqual(bodies(messages), fifoBodies("b1", "b2", "b3")), "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"receive-held-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{MaxNumberOfMessages: int32(10)}) // WaitTimeSeconds 0
+			sqscore.Check(len(messages) == 0, "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"delete-message", func() error {
+			_, err := c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(hA1)})
+			sqscore.Must(err)
+			return nil
+		}},
+		{"receive-next-in-group", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{
+				AttributeNames:      []types.QueueAttributeName{"MessageGroupId", "SequenceNumber"},
+				MaxNumberOfMessages: int32(10),
+				WaitTimeSeconds:     int32(5),
+			})
+			got := bodies(messages)
+			sqscore.Check(reflect.DeepEqual(got, fifoBodies("a2", "a3")), "received %s", sqscore.Show(got))
+			for i, seq := range []string{seqA2, seqA3} {
+				a := messages[i].Attributes
+				want := map[string]string{"MessageGroupId": "a", "SequenceNumber": seq}
+				sqscore.Check(reflect.DeepEqual(a, want), "Attributes of %s: %s", got[i], sqscore.Show(a))
+			}
+			hA = handles(messages)
+			return nil
+		}},
+		{"delete-message-batch", func() error {
+			names := []string{"a2", "a3", "b1", "b2", "b3"}
+			all := append(append([]string{}, hA...), hB...)
+			entries := []types.DeleteMessageBatchRequestEntry{}
+			for i, n := range names {
+				entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(n), ReceiptHandle: aws.String(all[i])})
+			}
+			r, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+			sqscore.Must(err)
+			sqscore.Check(reflect.DeepEqual(ids(r.Successful), sqscore.Set(names...)), "Successful %s", sqscore.Show(r.Successful))
+			sqscore.Check(len(r.Failed) == 0, "Failed %s", sqscore.Show(r.Failed))
+			return nil
+		}},
+		{"receive-empty", func() error {
+			messages := receive(&sqs.ReceiveMessageInput{MaxNumberOfMessages: int32(10)}) // WaitTimeSeconds 0
+			sqscore.Check(len(messages) == 0, "received %s", sqscore.Show(bodies(messages)))
+			return nil
+		}},
+		{"send-message-missing-group", func() error {
+			_, err := sendTo(url, sqscore.FifoBody("x"), "", "x1", 0)
+			expectError(err, "MissingParameter", "MissingRequiredParameterException")
+			return nil
+		}},
+		{"send-message-missing-deduplication-id", func() error {
+			_, err := sendTo(deadURL, sqscore.FifoBody("x"), "x", "", 0)
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"send-message-delay", func() error {
+			_, err := sendTo(url, sqscore.FifoBody("x"), "x", "x2", 5)
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"create-queue-fifo-name-only", func() error {
+			_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "fifo-plain.fifo")})
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"create-queue-fifo-attribute-only", func() error {
+			_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{
+				QueueName: aws.String(prefix + "fifo-plain"), Attributes: map[string]string{"FifoQueue": "true"},
+			})
+			expectError(err, "InvalidParameterValue", "InvalidParameterValueException")
+			return nil
+		}},
+		{"delete-queues", func() error {
+			for _, u := range []string{url, deadURL} {
+				_, err := c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+				sqscore.Must(err)
+			}
+			return nil
+		}},
+		{"list-queues-empty", func() error {
+			r, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix + "fifo-")})
+			sqscore.Must(err)
+			sqscore.Check(len(r.QueueUrls) == 0, "ListQueues answered %s", sqscore.Show(r.QueueUrls))
+			return nil
+		}},
 	}
-}
-
-func attributeNames(names []string) []types.QueueAttributeName {
-	out := make([]types.QueueAttributeName, len(names))
-	for i, n := range names {
-		out[i] = types.QueueAttributeName(n)
-	}
-	return out
 }

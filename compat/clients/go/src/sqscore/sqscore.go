@@ -1,6 +1,6 @@
 // Package sqscore is what the Go scenario programs (../../v1 and ../../v2) share and no SDK
-// touches: the sqs-core scenario's constants (compat/clients/README.md), the failed-check
-// mechanism, SQS's digest of message attributes, the environment the contract gives a program,
+// touches: the sqs-core and sqs-fifo scenarios' constants (compat/clients/README.md), the
+// failed-check mechanism, SQS's digest of message attributes, the environment the contract gives a program,
 // and the step runner that prints the contract's stdout lines. Each program keeps its own SDK
 // calls and hands SDK values over in the plain forms taken here, so the requests each SDK sends
 // are decided by that program alone.
@@ -12,6 +12,7 @@ package sqscore
 import (
 	"bytes"
 	"crypto/md5"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -24,13 +25,15 @@ import (
 	"time"
 )
 
-// The scenario's constants, as the step list names them.
+// The scenarios' constants, as the step lists name them.
 const (
-	Scenario    = "sqs-core"
-	Body1       = "sqs-core message one"
-	BadHandle   = "not-a-receipt-handle"
-	Account     = "000000000000"
-	HTTPTimeout = 30 * time.Second // one request, the 5 s long polls included
+	CoreScenario = "sqs-core"
+	FifoScenario = "sqs-fifo"
+	Attempt      = "sqs-fifo-attempt-1" // sqs-fifo's ReceiveRequestAttemptId
+	Body1        = "sqs-core message one"
+	BadHandle    = "not-a-receipt-handle"
+	Account      = "000000000000"
+	HTTPTimeout  = 30 * time.Second // one request, the 5 s long polls included
 )
 
 var (
@@ -42,6 +45,51 @@ var (
 
 // ARN is the queue's ARN in the account okuri answers for.
 func ARN(queue string) string { return "arn:aws:sqs:us-east-1:" + Account + ":" + queue }
+
+// FifoNames are the FIFO queue attributes sqs-fifo asks DEAD for, in the step list's order.
+var FifoNames = []string{"FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"}
+
+// FifoBody is the body sqs-fifo sends for a message it calls name ("a1", "b2", ...).
+func FifoBody(name string) string { return "sqs-fifo " + name }
+
+// FifoAttributes are sqs-fifo's MAIN queue attributes: every FIFO setting away from its
+// default, and a redrive policy to the FIFO dead-letter queue deadQueue.
+func FifoAttributes(deadQueue string) map[string]string {
+	return map[string]string{
+		"FifoQueue":                 "true",
+		"ContentBasedDeduplication": "true",
+		"DeduplicationScope":        "messageGroup",
+		"FifoThroughputLimit":       "perMessageGroupId",
+		"VisibilityTimeout":         "30",
+		"RedrivePolicy":             `{"deadLetterTargetArn":"` + ARN(deadQueue) + `","maxReceiveCount":"3"}`,
+	}
+}
+
+// CheckRedrivePolicy checks that policy sends to deadQueue after maxReceiveCount 3 (a number or
+// a string).
+func CheckRedrivePolicy(policy, deadQueue string) {
+	var p map[string]any
+	Check(json.Unmarshal([]byte(policy), &p) == nil, "RedrivePolicy %q is not JSON", policy)
+	Check(p["deadLetterTargetArn"] == ARN(deadQueue) && fmt.Sprint(p["maxReceiveCount"]) == "3",
+		"RedrivePolicy %s", policy)
+}
+
+// Sequence checks that number is a FIFO SequenceNumber (decimal digits) after after (when
+// after is not empty), and returns it.
+func Sequence(number, after string) string {
+	Check(Digits.MatchString(number), "SequenceNumber %q", number)
+	if after != "" {
+		later := len(number) > len(after) || (len(number) == len(after) && number > after)
+		Check(later, "SequenceNumber %s not after %s", number, after)
+	}
+	return number
+}
+
+// SHA256Hex is the hex SHA-256 of data: the MessageDeduplicationId SQS derives from a body.
+func SHA256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
 
 // ErrSkipped marks a step the program's SDK cannot express.
 var ErrSkipped = errors.New("skipped")
@@ -175,20 +223,29 @@ func env(names ...string) string {
 
 // Settings are what the contract's environment gives a program.
 type Settings struct {
+	Scenario string // OKURI_SCENARIO: CoreScenario (when unset) or FifoScenario
 	Prefix   string // OKURI_SCENARIO_PREFIX, or the program's own default
 	Endpoint string // AWS_ENDPOINT_URL, which these SDKs do not read themselves
 	Region   string // AWS_REGION, else AWS_DEFAULT_REGION
 }
 
-// ReadSettings reads the environment; an error, to print before exiting 2, when no endpoint is set.
+// ReadSettings reads the environment; an error, to print before exiting 2, when no endpoint is
+// set or the scenario is not one of the two.
 func ReadSettings(defaultPrefix string) (Settings, error) {
 	s := Settings{
+		Scenario: env("OKURI_SCENARIO"),
 		Prefix:   env("OKURI_SCENARIO_PREFIX"),
 		Endpoint: env("AWS_ENDPOINT_URL"),
 		Region:   env("AWS_REGION", "AWS_DEFAULT_REGION"),
 	}
 	if s.Prefix == "" {
 		s.Prefix = defaultPrefix
+	}
+	if s.Scenario == "" {
+		s.Scenario = CoreScenario
+	}
+	if s.Scenario != CoreScenario && s.Scenario != FifoScenario {
+		return s, fmt.Errorf("unknown scenario %q; known: %s, %s", s.Scenario, CoreScenario, FifoScenario)
 	}
 	if s.Endpoint == "" {
 		return s, errors.New("AWS_ENDPOINT_URL is not set: point it at okuri")
@@ -237,10 +294,10 @@ func runStep(s Step) (err error) {
 }
 
 // ScenarioLine is the contract's last stdout line, laid out as the other programs print it.
-func ScenarioLine(client, version string) string {
+func ScenarioLine(client, version, scenario string) string {
 	q := func(s string) string {
 		b, _ := json.Marshal(s)
 		return string(b)
 	}
-	return fmt.Sprintf(`SCENARIO {"client": %s, "version": %s, "scenario": %s}`, q(client), q(version), q(Scenario))
+	return fmt.Sprintf(`SCENARIO {"client": %s, "version": %s, "scenario": %s}`, q(client), q(version), q(scenario))
 }
