@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from okuri.clock import LoopClock
-from okuri.engine import Engine, SendRequest
+from okuri.engine import Engine, QueueAttrs, SendRequest
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
 from okuri.store.counting import CountingStore
@@ -71,6 +71,17 @@ class Scenario:
     linger_ms: int
     rate_per_s: int
     duration_s: float
+    fifo_groups: int = 0  # 0: a standard queue; N: a FIFO queue, messages over N groups
+
+    @property
+    def queue(self) -> str:
+        return QUEUE + ".fifo" if self.fifo_groups else QUEUE
+
+    def request(self, i: int) -> SendRequest:
+        body = b"m%d" % i
+        if not self.fifo_groups:
+            return SendRequest(body)
+        return SendRequest(body, group_id=f"g{i % self.fifo_groups}", dedup_id=f"d{i}")
 
 
 SCENARIOS = (
@@ -78,6 +89,7 @@ SCENARIOS = (
     Scenario(100, 100, 600.0),
     Scenario(500, 100, 600.0),
     Scenario(100, 1000, 600.0),
+    Scenario(100, 100, 600.0, fifo_groups=100),
 )
 
 
@@ -141,7 +153,8 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
         scenario.linger_ms,
         node_id="n2",
     )
-    await node1.create_queue(QUEUE)
+    queue = scenario.queue
+    await node1.create_queue(queue, QueueAttrs(fifo=bool(scenario.fifo_groups)))
     producer_store.counts.by_class = dict.fromkeys(producer_store.counts.by_class, 0)
     sent_at: dict[bytes, float] = {}
     latencies: list[float] = []
@@ -150,9 +163,9 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     inflight: set[asyncio.Task[Any]] = set()
 
     async def send(i: int) -> None:
-        body = b"m%d" % i
-        sent_at[body] = loop.time()
-        await node1.send_one(QUEUE, SendRequest(body))
+        request = scenario.request(i)
+        sent_at[request.body] = loop.time()
+        await node1.send_one(queue, request)
 
     async def produce() -> None:
         interval = 1.0 / scenario.rate_per_s
@@ -167,14 +180,14 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     async def consume() -> None:
         nonlocal consumed
         while loop.time() < stop:
-            got = await node2.receive(QUEUE, 10, None, 20)
+            got = await node2.receive(queue, 10, None, 20)
             now = loop.time()
             for d in got:
                 start = sent_at.pop(d.message.body, None)
                 if start is not None:
                     latencies.append(now - start)
             if got:
-                await node2.ack(QUEUE, [d.receipt_handle for d in got])
+                await node2.ack(queue, [d.receipt_handle for d in got])
                 consumed += len(got)
 
     produced_before = len(sent_at)
@@ -192,6 +205,7 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     return {
         "linger_ms": scenario.linger_ms,
         "rate_per_s": scenario.rate_per_s,
+        "fifo_groups": scenario.fifo_groups,
         "produced_messages": produced,
         "consumed_messages": consumed,
         "consumed_per_s": round(consumed / scenario.duration_s, 1),
@@ -251,6 +265,8 @@ def render(result: dict[str, Any]) -> str:
         label = f"linger {r['linger_ms']}ms"
         if r["rate_per_s"] != 100:
             label += f" @{r['rate_per_s']}/s"
+        if r.get("fifo_groups"):
+            label += f" FIFO/{r['fifo_groups']}"
         lines.append(
             label.ljust(24)
             + " ".join(f"{r['produced'][c]:5.2f}" for c in cols)
