@@ -58,7 +58,14 @@ class DedupIndex:
                 return False
             mask = st.dups.get(self.upto, 0)
             for idx, m in enumerate(seg.messages):
-                if m.dedup_key is not None and not mask >> idx & 1:
+                if m.dedup_key is None or mask >> idx & 1:
+                    continue
+                # A slot a purge stepped over was never judged (no mask says which of its
+                # messages were duplicates): judge its messages as adoption would have, or one
+                # would displace the original it duplicates (simulator seed 3717). An adopted
+                # slot's messages were judged so already: the same rule leaves them originals.
+                first = self.keys.get(m.dedup_key)
+                if first is None or m.sent_ms - first.sent_ms >= limits.dedup_window_s * 1000:
                     self.keys[m.dedup_key] = Original(self.upto, idx, m.sent_ms, m.id)
             self.upto += 1
         if len(self.keys) > limits.dedup_entries_max:
