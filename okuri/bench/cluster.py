@@ -15,7 +15,10 @@ visibility timeout (plus slack) has passed, so that messages leased by a dead no
 any message delivered again after its delete shows up; at most --drain-seconds.
 
 Checks (okuri.bench.ledger): 0 acknowledged sends lost, and 0 deliveries of a message in a
-ReceiveMessage sent after a delete of it had answered Successful. Exit code 0 when both hold,
+ReceiveMessage sent after a delete of it had answered Successful. With --fifo-groups N the queue
+is a FIFO queue whose messages spread over N message groups, and two more checks hold
+(okuri.bench.fifo_ledger): one deduplication id answers and delivers one message, and within
+a group first deliveries follow sequence-number order. Exit code 0 when both hold,
 1 when a check fails, 2 for usage errors, 3 when the run itself could not be made (a server
 would not start). Everything is bounded: flags by range, the messages a run may send
 (--messages-max), each phase and each wait by a timeout. Servers bind 127.0.0.1 only, and every
@@ -49,6 +52,7 @@ from okuri.bench.cluster_load import (
 )
 from okuri.bench.cluster_report import render
 from okuri.bench.failover import CALL_S_MAX, Exhausted, NodeSet, Tally
+from okuri.bench.fifo_ledger import FifoLedger, FifoVerdict
 from okuri.bench.flags import bounded
 from okuri.bench.ledger import Ledger, Verdict
 from okuri.bench.load import BATCH_ENTRIES
@@ -84,6 +88,7 @@ WAIT_S_MAX = 20
 MESSAGES_MAX = 1_000_000
 BACKLOG_MAX = 100_000
 SEED_MAX = 2**32
+FIFO_GROUPS_MAX = 10_000
 
 
 # --- the store ---------------------------------------------------------------------------------
@@ -103,21 +108,21 @@ def shared_store(plan: Plan, workdir: Path) -> Iterator[StoreSpec]:
 
 
 def _create_queue(nodes: NodeSet, plan: Plan) -> str:
+    name = QUEUE_NAME + (".fifo" if plan.fifo_groups else "")
+    attributes = {"VisibilityTimeout": str(plan.visibility_s)}
+    if plan.fifo_groups:
+        attributes["FifoQueue"] = "true"
     caller = dev_caller(nodes, plan.seed, REPLY_SLACK_S)
     try:
         for _ in range(SETUP_ATTEMPTS):
             try:
                 answer, _, _ = caller.call(
-                    "CreateQueue",
-                    {
-                        "QueueName": QUEUE_NAME,
-                        "Attributes": {"VisibilityTimeout": str(plan.visibility_s)},
-                    },
+                    "CreateQueue", {"QueueName": name, "Attributes": attributes}
                 )
                 return str(answer["QueueUrl"])
             except (Exhausted, SqsCallError) as err:
                 last = err
-        raise BenchError(f"cannot create queue {QUEUE_NAME!r}: {last}")
+        raise BenchError(f"cannot create queue {name!r}: {last}")
     finally:
         caller.close()
 
@@ -162,7 +167,8 @@ def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
     stuck: list[str] = []
     queue_url = _create_queue(nodes, plan)
     start_s = time.monotonic()
-    load = Load(plan, nodes, Ledger(start_s), queue_url, f"r{rng.randrange(10**6):06d}")
+    fifo = FifoLedger(start_s) if plan.fifo_groups else None
+    load = Load(plan, nodes, Ledger(start_s), queue_url, f"r{rng.randrange(10**6):06d}", fifo)
     load.producing.set()
     load.consuming.set()
     producers = [load.thread(f"producer-{p}", producer(load, p)) for p in range(plan.producers)]
@@ -190,11 +196,12 @@ def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
         chaos.stop()
         stuck += _join(consumers, CALL_S_MAX + JOIN_SLACK_S)
     verdict = load.ledger.verdict()
+    fifo_verdict = None if load.fifo is None else load.fifo.verdict()
     tally = Tally()
     for seen in load.tallies:
         tally.merge(seen)
     return _figures(
-        plan, store, nodes, load, verdict, tally, chaos,
+        plan, store, nodes, load, verdict, fifo_verdict, tally, chaos,
         phases={
             "fault_s": fault_end_s - start_s,
             "restart_wait_s": all_up_s - fault_end_s,
@@ -212,6 +219,7 @@ def _figures(
     nodes: NodeSet,
     load: Load,
     verdict: Verdict,
+    fifo: FifoVerdict | None,
     tally: Tally,
     chaos: Chaos,
     phases: dict[str, float],
@@ -242,11 +250,15 @@ def _figures(
         "nodes_restarted": not chaos.log.failed,
         "clients_ran": not load.crashed and not stuck,
     }
+    if fifo is not None:
+        checks["fifo_group_order"] = fifo.order_violations == 0 and fifo.unsequenced == 0
+        checks["fifo_deduplication"] = fifo.dedup_violations == 0
     return {
         "plan": {**asdict(plan), "store": store.describe()},
         "checks": checks,
         "ok": all(checks.values()),
         **verdict.figures(),
+        "fifo": None if fifo is None else {"groups": plan.fifo_groups, **fifo.figures()},
         "sends_abandoned": load.sends_abandoned,
         "drained": drained,
         "kills": len(chaos.log.kills),
@@ -303,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="producers stop after sending this many")  # fmt: skip
     add("--backlog-max", type=bounded(int, BATCH_ENTRIES, BACKLOG_MAX), default=2_000,
         help="producers pause while this many acknowledged sends are not deleted")  # fmt: skip
+    add("--fifo-groups", type=bounded(int, 0, FIFO_GROUPS_MAX), default=0, metavar="N",
+        help="a FIFO queue whose messages spread over N message groups; also checks "
+        "deduplication and group order (default 0: a standard queue)")  # fmt: skip
     add(
         "--seed",
         type=bounded(int, 0, SEED_MAX),
@@ -329,6 +344,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
         messages_max=args.messages_max,
         backlog_max=args.backlog_max,
         seed=seed,
+        fifo_groups=args.fifo_groups,
     )
 
 

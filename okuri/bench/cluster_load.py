@@ -8,6 +8,11 @@ consumer loops ReceiveMessage(10, short wait) + DeleteMessageBatch, noting the t
 each receive was sent and just after each delete answered. Both go through okuri.bench.failover,
 one caller (and so one connection per node) per thread; both are bounded by the run's events and
 by `messages_max`.
+
+With `fifo_groups` > 0 the queue is a FIFO queue: each entry goes to message group
+`g<n % groups>` with the body's id as its MessageDeduplicationId, every DUPLICATE_EVERY-th
+acknowledged batch is sent once more on purpose (its answer must name the same messages), and
+the facts deduplication and group order are judged from go to okuri.bench.fifo_ledger as well.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from okuri.bench.failover import Caller, Exhausted, NodeSet, Tally
+from okuri.bench.fifo_ledger import Answered, FifoLedger, Received
 from okuri.bench.ledger import Ledger
 from okuri.bench.load import BATCH_ENTRIES, ERROR_PAUSE_S
 from okuri.bench.servers import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY, REGION
@@ -29,6 +35,8 @@ BODY_BYTES = 64  # an id, padded
 SETTLE_SLACK_S = 5.0  # past the visibility timeout: lease-ahead hold, commit latency
 BACKLOG_POLL_S = 0.05
 REPLY_SLACK_S = 20.0  # a reply's timeout, past the receive's wait
+DUPLICATE_EVERY = 5  # FIFO: every fifth acknowledged batch of a producer is sent again
+FIFO_ATTRIBUTES = ["MessageGroupId", "SequenceNumber"]
 
 T = TypeVar("T")
 
@@ -50,6 +58,7 @@ class Plan:
     messages_max: int = 200_000
     backlog_max: int = 2_000
     seed: int = 0
+    fifo_groups: int = 0  # 0: a standard queue; N: a FIFO queue, messages over N groups
 
     @property
     def settle_s(self) -> float:
@@ -66,6 +75,7 @@ class Load:
     ledger: Ledger
     queue_url: str
     run_id: str
+    fifo: FifoLedger | None = None  # with plan.fifo_groups
     producing: threading.Event = field(default_factory=threading.Event)
     consuming: threading.Event = field(default_factory=threading.Event)
     tallies: list[Tally] = field(default_factory=list)
@@ -103,7 +113,9 @@ class Load:
 
     def produce(self, producer: int, caller: Caller) -> None:
         seq = 0
+        batches = 0
         pending: list[str] = []  # ids not yet acknowledged, sent again until they are
+        group: dict[str, str] = {}  # FIFO: each pending id's message group
         while self.producing.is_set():
             if self.ledger.backlog >= self.plan.backlog_max:
                 time.sleep(BACKLOG_POLL_S)
@@ -113,47 +125,88 @@ class Load:
                 if not fresh:
                     return
                 pending = [f"{self.run_id}-p{producer}-{seq + k}" for k in range(fresh)]
+                if self.plan.fifo_groups:
+                    group = {
+                        m: f"g{(producer * 7919 + seq + k) % self.plan.fifo_groups}"
+                        for k, m in enumerate(pending)
+                    }
                 seq += fresh
-            entries = [{"Id": str(k), "MessageBody": self.body(m)} for k, m in enumerate(pending)]
-            sent = self._batch(caller, "SendMessageBatch", entries, pending, "acknowledged")
+            sent = self._send(caller, pending, group)
             if sent is None:
                 continue  # the same ids again: a send is given up only when the run ends
-            ok, _, answered_s = sent
+            ok, answered_s = sent
             self.ledger.acknowledged(ok, answered_s)
+            batches += 1
+            if self.fifo is not None and ok and batches % DUPLICATE_EVERY == 0:
+                self._send(caller, ok, group)  # answered as duplicates, or judged
             done = set(ok)
             pending = [m for m in pending if m not in done]
         with self._lock:
             self.sends_abandoned += len(pending)
 
+    def _send(
+        self, caller: Caller, ids: list[str], group: dict[str, str]
+    ) -> tuple[list[str], float] | None:
+        """One SendMessageBatch of `ids`: those acknowledged and when the answer was read, or
+        None if no node answered."""
+        entries: list[dict[str, Any]] = []
+        for k, m in enumerate(ids):
+            entry = {"Id": str(k), "MessageBody": self.body(m)}
+            if self.fifo is not None:
+                entry["MessageGroupId"] = group[m]
+                entry["MessageDeduplicationId"] = m
+            entries.append(entry)
+        if self.fifo is not None:
+            self.fifo.attempted(ids, time.monotonic())
+        sent = self._batch(caller, "SendMessageBatch", entries, ids, "acknowledged")
+        if sent is None:
+            return None
+        ok, answers, _, answered_s = sent
+        if self.fifo is not None:
+            self.fifo.answered(
+                (
+                    Answered(m, str(a.get("MessageId", "")), str(a.get("SequenceNumber", "")))
+                    for m, a in zip(ok, answers, strict=True)
+                ),
+                answered_s,
+            )
+        return ok, answered_s
+
     def consume(self, caller: Caller) -> None:
-        params = {
+        params: dict[str, Any] = {
             "QueueUrl": self.queue_url,
             "MaxNumberOfMessages": BATCH_ENTRIES,
             "WaitTimeSeconds": self.plan.wait_s,
         }
+        if self.fifo is not None:
+            params["MessageSystemAttributeNames"] = FIFO_ATTRIBUTES
         while self.consuming.is_set():
             try:
                 answer, node, sent_s = caller.call("ReceiveMessage", params)
             except (Exhausted, SqsCallError) as err:
                 _failed(caller, "ReceiveMessage", err)
                 continue
+            answered_s = time.monotonic()
+            received = answer.get("Messages") or ()
             messages = [
                 (
                     str(m.get("Body", "")).split(" ", 1)[0],
                     str(m.get("MessageId", "")),
                     str(m["ReceiptHandle"]),
                 )
-                for m in answer.get("Messages") or ()
+                for m in received
             ]
             if not messages:
                 continue
             caller.tally.messages[(node, "received")] += len(messages)
             self.ledger.delivered(messages, sent_s, node)
+            if self.fifo is not None:
+                self.fifo.delivered(_sequenced(messages, received), sent_s, answered_s)
             entries = [{"Id": str(i), "ReceiptHandle": r} for i, (_, _, r) in enumerate(messages)]
             deleted = self._batch(caller, "DeleteMessageBatch", entries, messages, "deleted")
             if deleted is None:
                 continue  # the messages come back after their visibility timeout
-            ok_messages, node, answered_s = deleted
+            ok_messages, _, node, answered_s = deleted
             self.ledger.deleted(ok_messages, answered_s, node)
 
     def _batch(
@@ -163,21 +216,40 @@ class Load:
         entries: list[dict[str, Any]],
         items: Sequence[T],
         counted: str,
-    ) -> tuple[list[T], int, float] | None:
+    ) -> tuple[list[T], list[dict[str, Any]], int, float] | None:
         """One batch call: the items whose entries the answer lists as Successful (counted
-        under `counted` for the node), the node that answered, and the time just after the
-        answer was read; None when no node answered or the call was refused."""
+        under `counted` for the node) and those entries, the node that answered, and the time
+        just after the answer was read; None when no node answered or the call was refused."""
         try:
             answer, node, _ = caller.call(action, {"QueueUrl": self.queue_url, "Entries": entries})
         except (Exhausted, SqsCallError) as err:
             _failed(caller, action, err)
             return None
         answered_s = time.monotonic()
-        ok = [items[int(e["Id"])] for e in answer.get("Successful") or ()]
+        successful = list(answer.get("Successful") or ())
+        ok = [items[int(e["Id"])] for e in successful]
         caller.tally.messages[(node, counted)] += len(ok)
         for failed in answer.get("Failed") or ():
             caller.tally.refused_entries[str(failed.get("Code"))] += 1
-        return ok, node, answered_s
+        return ok, successful, node, answered_s
+
+
+def _sequenced(
+    messages: list[tuple[str, str, str]], received: Sequence[dict[str, Any]]
+) -> list[Received]:
+    """What the FIFO checker needs of each message one receive returned."""
+    out = []
+    for (body_id, sqs_id, _), m in zip(messages, received, strict=True):
+        attributes = m.get("Attributes") or {}
+        out.append(
+            Received(
+                body_id,
+                sqs_id,
+                str(attributes.get("MessageGroupId", "")),
+                str(attributes.get("SequenceNumber", "")),
+            )
+        )
+    return out
 
 
 def _failed(caller: Caller, action: str, err: Exhausted | SqsCallError) -> None:

@@ -15,8 +15,11 @@ def render(r: dict[str, Any]) -> str:
     p = r["plan"]
     mark = {True: "PASS", False: "FAIL"}
     d = r["duration_s"]
+    fifo = r.get("fifo")
+    queue = f"FIFO queue, {fifo['groups']} groups" if fifo else "standard queue"
     lines = [
-        f"okuri bench cluster: {p['nodes']} nodes on {p['store']}; {p['fault_s']:g} s of faults "
+        f"okuri bench cluster: {p['nodes']} nodes on {p['store']}, {queue}; "
+        f"{p['fault_s']:g} s of faults "
         f"(SIGKILL a random node every {p['kill_every_s']:g} s); {p['producers']} producers, "
         f"{p['consumers']} consumers; visibility {p['visibility_s']} s; seed {p['seed']}",
         "",
@@ -27,6 +30,7 @@ def render(r: dict[str, Any]) -> str:
         f"lost                      {r['lost']}",
         f"deliveries after delete   {r['deliveries_after_delete']}",
         f"delivered, send unacked   {r['delivered_unacknowledged']}",
+        *_fifo_lines(fifo),
         f"kills                     {r['kills']} (restart to ready: p50 "
         f"{_s(r['restart_s']['p50'])}, max {_s(r['restart_s']['max'])})",
         f"duration                  faults {d['fault_s']:.1f} s, restarts {d['restart_wait_s']:.1f}"
@@ -47,6 +51,10 @@ def render(r: dict[str, Any]) -> str:
     lines.append(f"kills: {kills or 'none'}")
     for example in r["after_delete_examples"]:
         lines.append(f"after delete: {json.dumps(example)}")
+    for example in (fifo or {}).get("order_examples", ()):
+        lines.append(f"out of group order: {json.dumps(example)}")
+    for example in (fifo or {}).get("dedup_examples", ()):
+        lines.append(f"deduplication split: {json.dumps(example)}")
     if r["lost_examples"]:
         lines.append(f"lost, e.g.: {', '.join(r['lost_examples'])}")
     for why in r["nodes"]["restart_failures"]:
@@ -64,6 +72,22 @@ def render(r: dict[str, Any]) -> str:
                                for name, ok in r["checks"].items())
     )  # fmt: skip
     return "\n".join(lines)
+
+
+def _fifo_lines(f: dict[str, Any] | None) -> list[str]:
+    if not f:
+        return []
+    return [
+        f"FIFO groups               {f['groups_delivered']} of {f['groups']} delivered "
+        f"({f['messages_sequenced']} messages with a sequence number)",
+        f"group order violations    {f['order_violations']}"
+        + (f" ({f['deliveries_unsequenced']} deliveries without group or sequence number)"
+           if f["deliveries_unsequenced"] else ""),
+        f"dedup violations          {f['dedup_violations']} ({f['dedup_ids']} ids, "
+        f"{f['duplicate_answers']} answers to a resend"
+        + (f", {f['dedup_unjudged']} not judged: resent after the window" if f["dedup_unjudged"]
+           else "") + ")",
+    ]  # fmt: skip
 
 
 def _s(value: float | None) -> str:

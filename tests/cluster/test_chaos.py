@@ -6,11 +6,16 @@ four seconds, producers and consumers failing over between nodes, then a drain w
 up. Once on a local directory, once on S3 over moto's server (the session's moto, a fresh
 bucket). The figures (rates, failovers, restarts) are printed, never asserted: the machine is
 shared. Only the two safety checks, and that faults really happened, are asserted.
+
+The FIFO case is smaller (about ten seconds of faults, a node SIGKILLed every 2.5 s, a 4 s
+visibility timeout so the drain is short, a backlog the consumers clear within it) and asserts
+two more checks: group order and deduplication, with resends after lost answers and on purpose.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -22,8 +27,22 @@ FAULTS = ["--nodes", "3", "--fault-seconds", "20", "--kill-every-s", "4"]
 LOAD = ["--producers", "2", "--consumers", "2", "--messages-max", "50000", "--drain-seconds", "60"]
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
-    code = cluster.cli_main([*FAULTS, *LOAD, *argv, "--json"])
+FIFO_FAULTS = ["--nodes", "3", "--fault-seconds", "11", "--kill-every-s", "2.5"]
+FIFO_LOAD = ["--fifo-groups", "8", "--visibility-s", "4", "--messages-max", "5000",
+             "--backlog-max", "400", "--drain-seconds", "40"]  # fmt: skip
+
+
+def store_argv(store: str, request: pytest.FixtureRequest) -> list[str]:
+    argv = ["--store", store]
+    if store == "s3":
+        argv += ["--s3-endpoint", request.getfixturevalue("moto_s3_endpoint")]
+    return argv
+
+
+def run(
+    argv: list[str], capsys: pytest.CaptureFixture[str], base: list[str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    code = cluster.cli_main([*(base or [*FAULTS, *LOAD]), *argv, "--json"])
     result = json.loads(capsys.readouterr().out)
     print(cluster.render(result))  # shown with -s, or when the test fails
     return code, result
@@ -33,14 +52,30 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[
 def test_sigkilled_nodes_lose_no_acknowledged_send_and_deliver_nothing_after_its_delete(
     store: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--store", store]
-    if store == "s3":
-        argv += ["--s3-endpoint", request.getfixturevalue("moto_s3_endpoint")]
-    code, result = run(argv, capsys)
+    code, result = run(store_argv(store, request), capsys)
     assert result["kills"] >= 4  # faults really happened
     assert isinstance(result["sends_acknowledged"], int) and result["sends_acknowledged"] > 0
     assert result["checks"]["nodes_restarted"], result["nodes"]
     assert result["checks"]["clients_ran"], result["errors"]
     assert result["lost"] == 0, result["lost_examples"]
     assert result["deliveries_after_delete"] == 0, result["after_delete_examples"]
+    assert code == 0
+
+
+@pytest.mark.parametrize("store", ["local", "s3"])
+def test_sigkilled_nodes_keep_fifo_group_order_and_answer_one_message_per_deduplication_id(
+    store: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result = run(store_argv(store, request), capsys, [*FIFO_FAULTS, *FIFO_LOAD])
+    assert result["kills"] >= 3  # faults really happened
+    assert result["sends_acknowledged"] > 0
+    assert result["checks"]["nodes_restarted"], result["nodes"]
+    assert result["checks"]["clients_ran"], result["errors"]
+    assert result["lost"] == 0, result["lost_examples"]
+    assert result["deliveries_after_delete"] == 0, result["after_delete_examples"]
+    fifo = result["fifo"]
+    assert fifo["groups_delivered"] == 8 and fifo["duplicate_answers"] > 0  # resends happened
+    assert fifo["order_violations"] == 0, fifo["order_examples"]
+    assert fifo["deliveries_unsequenced"] == 0
+    assert fifo["dedup_violations"] == 0, fifo["dedup_examples"]
     assert code == 0

@@ -21,6 +21,7 @@ import pytest
 from okuri.bench import failover
 from okuri.bench.cluster import build_parser, cli_main, render
 from okuri.bench.failover import Caller, Exhausted, NodeSet
+from okuri.bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Received
 from okuri.bench.ledger import Ledger, receipt_epoch
 from okuri.bench.servers import Node, free_port
 from okuri.bench.sqs_client import Signer, SqsCallError
@@ -104,6 +105,74 @@ def test_receipt_epochs_are_read_for_diagnostics_only() -> None:
     assert receipt_epoch(receipt(7)) == 7
     assert receipt_epoch("not okuri's") is None
     assert receipt_epoch("okr1!!!") is None
+
+
+# --- the FIFO checker ------------------------------------------------------------------------
+
+
+def fifo_message(dedup_id: str, sequence: int, group: str = "g0") -> Received:
+    return Received(dedup_id, f"sqs-{dedup_id}", group, f"{sequence:020d}")
+
+
+def test_a_later_message_delivered_before_an_earlier_one_of_its_group_was_asked_for_fails() -> None:
+    fifo = FifoLedger(start_s=0.0)
+    fifo.delivered([fifo_message("b", 2)], sent_s=1.0, answered_s=1.1)
+    fifo.delivered([fifo_message("a", 1)], sent_s=1.2, answered_s=1.3)  # after b's answer
+    fifo.delivered([fifo_message("c", 3), fifo_message("z", 1, group="g1")], 1.4, 1.5)
+    verdict = fifo.verdict()
+    assert not verdict.ok and verdict.order_violations == 1 and verdict.dedup_violations == 0
+    assert (verdict.groups, verdict.messages) == (2, 4)
+    [example] = verdict.order_examples
+    assert example["group"] == "g0"
+    earlier = example["earlier"]
+    assert earlier["dedup_id"] == "a" and earlier["first_receive_sent_s"] == 1.2
+    assert example["delivered_before_it"]["dedup_id"] == "b"
+
+
+def test_one_receive_with_both_or_an_earlier_long_poll_answering_later_is_in_order() -> None:
+    fifo = FifoLedger(start_s=0.0)
+    fifo.delivered([fifo_message("a", 1), fifo_message("b", 2)], sent_s=1.0, answered_s=1.1)
+    # a long poll sent at 2.0 waits while another receive takes c and a delete finishes it
+    fifo.delivered([fifo_message("c", 3)], sent_s=2.5, answered_s=2.6)
+    fifo.delivered([fifo_message("d", 4)], sent_s=2.0, answered_s=3.0)
+    # redelivering an earlier message after later ones is no reordering of first deliveries
+    fifo.delivered([fifo_message("a", 1)], sent_s=9.0, answered_s=9.1)
+    verdict = fifo.verdict()
+    assert verdict.ok and verdict.order_violations == 0
+
+
+def test_a_resend_answered_with_another_message_id_splits_its_deduplication_id() -> None:
+    fifo = FifoLedger(start_s=0.0)
+    fifo.attempted(["m", "n"], 1.0)
+    fifo.answered([Answered("m", "sqs-m", "1"), Answered("n", "sqs-n", "2")], 1.1)
+    fifo.attempted(["m", "n"], 2.0)  # sent again on purpose
+    fifo.answered([Answered("m", "sqs-m", "1"), Answered("n", "sqs-n2", "3")], 2.1)
+    verdict = fifo.verdict()
+    assert not verdict.ok and verdict.dedup_violations == 1 and verdict.duplicate_answers == 2
+    [example] = verdict.dedup_examples
+    assert example["dedup_id"] == "n"
+    assert [a["message_id"] for a in example["answers"]] == ["sqs-n", "sqs-n2"]
+
+
+def test_two_message_ids_delivered_for_one_deduplication_id_fail_unless_a_window_apart() -> None:
+    fifo = FifoLedger(start_s=0.0)
+    fifo.attempted(["m"], 1.0)
+    fifo.attempted(["m"], 1.5)  # the first answer was lost
+    fifo.answered([Answered("m", "sqs-m", "1")], 1.6)
+    fifo.delivered([Received("m", "sqs-m", "g0", "1")], 2.0, 2.1)
+    fifo.delivered([Received("m", "sqs-m2", "g0", "2")], 3.0, 3.1)
+    verdict = fifo.verdict()
+    assert verdict.dedup_violations == 1 and verdict.order_violations == 0
+    assert verdict.dedup_examples[0]["delivered_message_ids"] == ["sqs-m", "sqs-m2"]
+    fifo.attempted(["m"], 1.0 + DEDUP_WINDOW_S)  # a resend a whole window later may be new
+    verdict = fifo.verdict()
+    assert verdict.ok and verdict.dedup_unjudged == 1
+
+
+def test_a_delivery_without_its_group_or_sequence_number_fails_the_order_check() -> None:
+    fifo = FifoLedger(start_s=0.0)
+    fifo.delivered([Received("m", "sqs-m", "", "")], 1.0, 1.1)
+    assert not fifo.verdict().ok and fifo.verdict().unsequenced == 1
 
 
 # --- failover -------------------------------------------------------------------------------
@@ -219,6 +288,31 @@ def test_the_report_names_every_failed_check() -> None:
     assert "deliveries after delete   1" in text
     assert 'after delete: {"id": "m"}' in text
     assert "node 2 at 4.0 s" in text and "seed 7" in text
+    assert "standard queue" in text and "FIFO" not in text
+
+
+def test_the_report_shows_fifo_figures_and_examples() -> None:
+    fifo = FifoLedger(0.0)
+    fifo.delivered([fifo_message("b", 2)], 1.0, 1.1)
+    fifo.delivered([fifo_message("a", 1)], 1.2, 1.3)
+    result = {
+        "plan": {"nodes": 3, "store": "local directory", "fault_s": 20.0, "kill_every_s": 4.0,
+                 "producers": 2, "consumers": 2, "visibility_s": 10, "seed": 7},
+        "checks": {"no_loss": True, "fifo_group_order": False},
+        "ok": False,
+        **Ledger(0.0).verdict().figures(),
+        "fifo": {"groups": 20, **fifo.verdict().figures()},
+        "kills": 0, "kill_log": [], "restart_s": {"p50": None, "max": None},
+        "duration_s": {"fault_s": 20.0, "restart_wait_s": 0.1, "drain_s": 15.0, "total_s": 35.1},
+        "nodes": {"per_node": [], "restart_failures": []},
+        "errors": {"failovers": 0, "server_faults": 0, "exhausted_calls": 0,
+                   "first_error": None, "client_crashes": [], "stuck_threads": []},
+    }  # fmt: skip
+    text = render(result)
+    assert "FIFO queue, 20 groups" in text and "fifo group order: FAIL" in text
+    assert "FIFO groups               1 of 20 delivered" in text
+    assert "group order violations    1" in text and "dedup violations          0" in text
+    assert 'out of group order: {"group": "g0"' in text
 
 
 @pytest.mark.parametrize(
@@ -231,6 +325,7 @@ def test_the_report_names_every_failed_check() -> None:
         ["--visibility-s", "1"],
         ["--store", "nfs"],
         ["--s3-endpoint", "http://127.0.0.1:1"],  # only with --store s3
+        ["--fifo-groups", "-1"],
     ],
 )
 def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> None:
