@@ -277,6 +277,7 @@ def _figures(
             "server_faults": sum(tally.server_faults.values()),
             "refused_entries": dict(tally.refused_entries),
             "refused_calls": dict(tally.refused_calls),
+            "unanswered_attempts": dict(tally.unanswered),
             "exhausted_calls": tally.exhausted,
             "first_error": tally.first_error,
             "client_crashes": load.crashed,

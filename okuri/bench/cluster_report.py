@@ -37,6 +37,7 @@ def render(r: dict[str, Any]) -> str:
         f" s, drain {d['drain_s']:.1f} s; total {d['total_s']:.1f} s",
         f"client failovers          {r['errors']['failovers']} (5xx answers "
         f"{r['errors']['server_faults']}, calls given up {r['errors']['exhausted_calls']})",
+        *_unanswered(r["errors"].get("unanswered_attempts")),
         "",
         "node  kills   req/s  sends/s  received/s  deleted/s  failovers",
     ]
@@ -74,6 +75,13 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _unanswered(by_action: dict[str, int] | None) -> list[str]:
+    if not by_action:
+        return []
+    counts = ", ".join(f"{n} {action}" for action, n in sorted(by_action.items()))
+    return [f"unanswered attempts       {counts} (each made again on another node)"]
+
+
 def _fifo_lines(f: dict[str, Any] | None) -> list[str]:
     if not f:
         return []
@@ -84,7 +92,7 @@ def _fifo_lines(f: dict[str, Any] | None) -> list[str]:
         + (f" ({f['deliveries_unsequenced']} deliveries without group or sequence number)"
            if f["deliveries_unsequenced"] else ""),
         f"dedup violations          {f['dedup_violations']} ({f['dedup_ids']} ids, "
-        f"{f['duplicate_answers']} answers to a resend"
+        f"{f['duplicate_answers']} answers to resends"
         + (f", {f['dedup_unjudged']} not judged: resent after the window" if f["dedup_unjudged"]
            else "") + ")",
     ]  # fmt: skip

@@ -73,6 +73,9 @@ class Tally:
     server_faults: Counter[int] = field(default_factory=Counter)
     refused_entries: Counter[str] = field(default_factory=Counter)  # by error code
     refused_calls: Counter[str] = field(default_factory=Counter)  # 4xx answers, by error code
+    # attempts that got no answer (dropped or 5xx), by action: a send among them may have
+    # landed, and the next attempt sends the same entries again
+    unanswered: Counter[str] = field(default_factory=Counter)
     exhausted: int = 0
     first_error: str | None = None
 
@@ -87,6 +90,7 @@ class Tally:
         self.server_faults.update(other.server_faults)
         self.refused_entries.update(other.refused_entries)
         self.refused_calls.update(other.refused_calls)
+        self.unanswered.update(other.unanswered)
         self.exhausted += other.exhausted
         if self.first_error is None:
             self.first_error = other.first_error
@@ -138,6 +142,7 @@ class Caller:
                 self.tally.answered[(index, action)] += 1
                 return answer, index, sent_s
             failed = index
+            self.tally.unanswered[action] += 1
             pause = min(RETRY_PAUSE_S_MAX, RETRY_PAUSE_S_MIN * 2 ** min(attempt, 8))
             time.sleep(pause * (0.5 + self.rng.random()))
         self.tally.exhausted += 1

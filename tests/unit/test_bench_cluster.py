@@ -227,6 +227,7 @@ def test_a_request_fails_over_from_a_dead_node_to_a_live_one(live_port: int) -> 
     c.close()
     assert c.tally.answered[(1, "GetQueueUrl")] == 10
     assert c.tally.failovers[0] > 0 and c.tally.failovers[1] == 0
+    assert c.tally.unanswered["GetQueueUrl"] == c.tally.failovers[0]
     assert c.tally.first_error is not None and "node 0" in c.tally.first_error
 
 
@@ -306,9 +307,11 @@ def test_the_report_shows_fifo_figures_and_examples() -> None:
         "duration_s": {"fault_s": 20.0, "restart_wait_s": 0.1, "drain_s": 15.0, "total_s": 35.1},
         "nodes": {"per_node": [], "restart_failures": []},
         "errors": {"failovers": 0, "server_faults": 0, "exhausted_calls": 0,
+                   "unanswered_attempts": {"SendMessageBatch": 3, "ReceiveMessage": 1},
                    "first_error": None, "client_crashes": [], "stuck_threads": []},
     }  # fmt: skip
     text = render(result)
+    assert "unanswered attempts       1 ReceiveMessage, 3 SendMessageBatch" in text
     assert "FIFO queue, 20 groups" in text and "fifo group order: FAIL" in text
     assert "FIFO groups               1 of 20 delivered" in text
     assert "group order violations    1" in text and "dedup violations          0" in text
