@@ -105,6 +105,7 @@ class Finisher:
                         dead_letter_source=self.name,
                         # The receive that moved it delivered nothing: it does not count.
                         receives_before=d.receive_count - 1,
+                        dedup_key=_dead_letter_key(d.message),
                     )
                     for d in deliveries
                 ],
@@ -117,6 +118,15 @@ class Finisher:
             log.warning(
                 "dead-letter move from %s failed (will retry on expiry): %s", self.name, err
             )
+
+
+def _dead_letter_key(message: Message) -> str | None:
+    """A FIFO dead letter's deduplication key in its dead-letter queue: a copy made again after
+    a crash is the same move and is dropped there; the same message dead-lettered again after a
+    redrive (which sends it anew, so with a new send time) is a new one and is kept."""
+    if message.dedup_key is None:
+        return None
+    return f"{message.dedup_key}\n{message.sent_ms}"
 
 
 def _valid(parsed: list[Receipt | ReceiptHandleInvalid]) -> list[tuple[int, Receipt]]:

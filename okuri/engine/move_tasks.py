@@ -425,6 +425,8 @@ async def move_messages(engine: Engine, dest: str, deliveries: list[Delivery]) -
                 visible_at_ms=now,
                 dead_letter_source=None,
                 receives_before=0,  # a redriven message's count starts over, as on SQS
+                # Sent back on purpose: never to be taken for a duplicate of itself.
+                dedup_key=None,
             )
             for d in deliveries
         ],

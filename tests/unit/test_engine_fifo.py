@@ -223,3 +223,22 @@ async def test_purge_drops_adopted_slots_not_yet_loaded(make_node: MakeNode) -> 
     assert again.duplicate
     await node.send_one(Q, req("after"))
     assert await bodies(node) == ["after"]
+
+
+async def test_dead_letters_redriven_and_dead_lettered_again_are_never_taken_for_duplicates(
+    make_node: MakeNode,
+) -> None:
+    node = make_node()
+    dlq = "graveyard.fifo"
+    await node.create_queue(dlq, FIFO)
+    await node.create_queue(Q, QueueAttrs(fifo=True, max_receive_count=1, dead_letter_queue=dlq))
+    sent = await node.send_one(Q, req("poison"))
+    for _round in range(2):  # dead-lettered, redriven, dead-lettered again: all within minutes
+        (first,) = await node.receive(Q, 1, 30, 0)
+        await node.change_visibility(Q, [(first.receipt_handle, 0)])
+        assert await node.receive(Q, 1, 30, 0) == []  # this receive moves it
+        (dead,) = await node.receive(dlq, 1, 0, 0)
+        assert dead.message.id == sent.message_id
+        assert await node.redrive(dlq) == 1
+    (back,) = await node.receive(Q, 1, 30, 0)
+    assert back.message.id == sent.message_id and back.message.body == b"poison"
