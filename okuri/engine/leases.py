@@ -20,6 +20,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
+from okuri.core.state import QueueState
 from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, counts, next_expiry_ms
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
@@ -28,6 +29,13 @@ from okuri.engine.types import Delivery
 from okuri.errors import QueueDoesNotExist, Unavailable
 
 log = logging.getLogger("okuri.engine")
+
+
+def _group_of(st: QueueState, grant: Grant) -> str:
+    seg = st.segments.get(grant.seq)
+    if seg is None or seg.groups is None or grant.idx >= len(seg.groups):
+        return ""
+    return seg.groups[grant.idx]
 
 
 @dataclass(slots=True)
@@ -104,15 +112,17 @@ class Receiver:
     ) -> list[Delivery]:
         self._receive_calls.append(self.clock.monotonic_s())
         self._release_stale()
-        grants = self._take_buffered(max_messages, vis_ms)
-        if grants:
-            grants = await self._still_ours(grants)
+        st = await self.manifest.current()
+        if st.attrs.fifo:
+            grants = await self._take_whole_groups(st, max_messages, vis_ms)
+        else:
+            grants = self._take_buffered(max_messages, vis_ms)
+            if grants:
+                grants = await self._still_ours(grants)
         if not grants:
             ops: list[Op] = [Lease(max_messages, vis_ms)]
             extra = self._lease_ahead_target(max_messages) - len(self.buffer)
-            # Not on FIFO queues: a lease held here would hold its whole group up elsewhere.
-            fifo = (await self.manifest.current()).attrs.fifo
-            if extra > 0 and vis_ms > 0 and lease_ahead and not fifo:
+            if extra > 0 and vis_ms > 0 and lease_ahead:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
             await self._discover_for(max_messages)
             results = await self.manifest.commit(ops)
@@ -178,6 +188,44 @@ class Receiver:
                 keep.append(item)
         self.buffer = keep
         return taken
+
+    async def _take_whole_groups(
+        self, st: QueueState, max_messages: int, vis_ms: int
+    ) -> list[Grant]:
+        """FIFO: hand out leases taken ahead a whole group at a time, so no group's messages
+        are ever split between two receives; a group longer than the receive is cut, and its
+        tail handed back (it stays behind the part handed out, which holds the group)."""
+        groups: dict[str, list[_Buffered]] = {}
+        keep: list[_Buffered] = []
+        for item in self.buffer:
+            if item.visibility_ms == vis_ms:
+                groups.setdefault(_group_of(st, item.grant), []).append(item)
+            else:
+                keep.append(item)
+        taken: list[_Buffered] = []
+        back: list[_Buffered] = []
+        for items in groups.values():
+            room = max_messages - len(taken)
+            if len(items) <= room:
+                taken.extend(items)
+            elif not taken:
+                taken.extend(items[:room])
+                back.extend(items[room:])
+            else:
+                keep.extend(items)
+        self.buffer = keep
+        if not taken:
+            return []
+        kept = await self._still_ours([b.grant for b in taken])
+        if len(kept) < len(taken):
+            # A lease lost meanwhile (another node judged it run out): none of its group may
+            # go out now, or the group's order could break; the rest of the group goes back.
+            broken = {_group_of(st, b.grant) for b in taken if b.grant not in kept}
+            back.extend(b for b in taken if b.grant in kept and _group_of(st, b.grant) in broken)
+            kept = [g for g in kept if _group_of(st, g) not in broken]
+        if back:
+            self._tasks.spawn(self._release(back))
+        return kept
 
     async def _still_ours(self, grants: list[Grant]) -> list[Grant]:
         """Re-check leases taken ahead against the bucket before handing them out.

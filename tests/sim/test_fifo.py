@@ -8,7 +8,9 @@ import pytest
 from okuri.core import transitions
 from okuri.core.message import Segment
 from okuri.core.state import QueueState
+from okuri.core.transitions import Grant
 from okuri.engine.dedup import DedupIndex
+from okuri.engine.leases import Receiver
 from okuri.sim.config import (
     FIFO_GROUPS_CHOICES,
     FIFO_SHARE,
@@ -122,6 +124,23 @@ def test_fifo_oracle_catches_an_engine_that_judges_nothing_a_duplicate(
 
     monkeypatch.setattr(DedupIndex, "judge", no_duplicates)
     assert "dedup_one_message" in _first_failure(fifo_seeds(60)), "the oracle missed it"
+
+
+def test_fifo_oracle_catches_leases_taken_ahead_handed_out_a_message_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Mutation test: a node hands out its FIFO leases taken ahead as a standard queue's, one
+    message at a time, so one group's messages may go to two receives at once."""
+
+    async def split_groups(
+        self: Receiver, st: QueueState, max_messages: int, vis_ms: int
+    ) -> list[Grant]:
+        grants = self._take_buffered(max_messages, vis_ms)
+        return await self._still_ours(grants) if grants else []
+
+    monkeypatch.setattr(Receiver, "_take_whole_groups", split_groups)
+    found = _first_failure(fifo_seeds(200))
+    assert {"group_one_in_flight", "group_waits_for_earlier"} & found, "the oracle missed it"
 
 
 # --- the oracle on hand-made histories -------------------------------------------------------
