@@ -29,6 +29,7 @@ from okuri.clock import Clock, SystemClock
 from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.server.health import Health, health_app
+from okuri.server.regions import Regions
 from okuri.server.settings import Address, Settings
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.http import SqsHttp
@@ -139,6 +140,7 @@ class Server:
             shutdown_timeout=limits.health_shutdown_s,
         )
         self.sqs: SqsHttp | None = None
+        self.regions: Regions | None = None
         main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
@@ -172,7 +174,25 @@ class Server:
             public_url=settings.public_url,
         )
         keys = {settings.access_key_id: settings.secret_access_key}
-        self.sqs = SqsHttp(actions, self.clock, keys.get if settings.auth else None)
+
+        def regional_actions(engine: Engine, region: str) -> SqsActions:
+            return SqsActions(
+                engine,
+                region=region,
+                account_id=settings.account_id,
+                public_url=settings.public_url,
+                url_region=region,
+            )
+
+        self.regions = Regions(
+            actions, self.store, self.clock, settings.linger_ms, regional_actions
+        )
+        self.sqs = SqsHttp(
+            actions,
+            self.clock,
+            keys.get if settings.auth else None,
+            self.regions.actions_for,
+        )
         await _listen(self._main_runner, settings.listen, "SQS")
         self.health.serving(
             self.store, self.engine.stats, [self.sqs.metric_lines, self._depth_lines]
@@ -221,6 +241,9 @@ class Server:
         self.health.phase = "stopping"
         flushed = True
         await self._main_runner.cleanup()
+        regions, self.regions = self.regions, None
+        if regions is not None:
+            await regions.close()
         engine, self.engine = self.engine, None
         if engine is not None:
             try:

@@ -78,11 +78,14 @@ class SqsActions:
         region: str = "us-east-1",
         account_id: str = "000000000000",
         public_url: str | None = None,
+        url_region: str | None = None,
     ) -> None:
+        """`url_region`: a region other than the server's own, named in its queues' URLs."""
         self.engine = engine
         self.region = region
         self.account_id = account_id
         self.public_url = public_url.rstrip("/") if public_url else None
+        self.url_region = url_region
         self.attempts = ReceiveAttempts()
         self._handlers: dict[str, Handler] = {
             "CreateQueue": self.create_queue,
@@ -130,6 +133,8 @@ class SqsActions:
 
     def queue_url(self, name: str, host: str) -> str:
         base = self.public_url or f"http://{host}"
+        if self.url_region is not None:
+            return f"{base}/{self.url_region}/{self.account_id}/{name}"
         return f"{base}/{self.account_id}/{name}"
 
     def arn(self, name: str) -> str:

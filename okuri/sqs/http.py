@@ -10,6 +10,7 @@ request's protocol. Every failure on the way becomes an SQS-shaped error in that
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -67,9 +68,13 @@ class SqsHttp:
         actions: SqsActions,
         clock: Clock,
         secrets: Callable[[str], str | None] | None,
+        regional: Callable[[str | None], SqsActions] | None = None,
     ) -> None:
-        """`secrets` maps an access key id to its secret; None turns authentication off."""
+        """`secrets` maps an access key id to its secret; None turns authentication off.
+        `regional` gives the actions of the region a request is signed for (the home region's
+        `actions` when absent)."""
         self.actions = actions
+        self.regional = regional
         self.clock = clock
         self.secrets = secrets
         self.stats: dict[tuple[str, str], int] = {}
@@ -132,7 +137,8 @@ class SqsHttp:
                 action = self._action(request)
                 params = self._json_members(body)
             params = check_request(action, params)
-            result = await self.actions.dispatch(
+            actions = self.regional(_signed_region(request)) if self.regional else self.actions
+            result = await actions.dispatch(
                 action, params, request.host, caller, request.headers.get("X-Amzn-Trace-Id")
             )
             self._count(action, "ok")
@@ -210,3 +216,16 @@ class SqsHttp:
             raise SqsError(
                 "InvalidAction", f"The action {action[:100]} is not valid for this endpoint."
             )
+
+
+_CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/[0-9]{8}/([^/,\s]+)/")
+
+
+def _signed_region(request: web.Request) -> str | None:
+    """The region in the request's SigV4 credential scope (header or presigned), if any."""
+    found = _CREDENTIAL_SCOPE.search(request.headers.get("Authorization", ""))
+    if found is not None:
+        return found.group(1)
+    credential = request.rel_url.query.get("X-Amz-Credential", "")
+    parts = credential.split("/")
+    return parts[2] if len(parts) == 5 else None

@@ -176,8 +176,9 @@ def _map(node: Any, name: str, key_name: str, value_name: str) -> dict[str, Any]
 
 
 def queue_path(path: str) -> bool:
-    """Whether a request path is a queue's (`/<account>/<queue>`) rather than the service's."""
-    return path.strip("/").count("/") == 1
+    """Whether a request path is a queue's (`/<account>/<queue>`, or `/<region>/<account>/
+    <queue>` for another region's) rather than the service's."""
+    return path.strip("/").count("/") in (1, 2)
 
 
 def decode(
