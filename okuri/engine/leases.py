@@ -121,7 +121,12 @@ class Receiver:
                 grants = await self._still_ours(grants)
         if not grants:
             ops: list[Op] = [Lease(max_messages, vis_ms)]
-            extra = self._lease_ahead_target(max_messages) - len(self.buffer)
+            # FIFO: at least a full receive's worth, so that the next receive finds whole
+            # groups waiting rather than a group's head alone.
+            target = self._lease_ahead_target(max_messages)
+            if st.attrs.fifo:
+                target = max(target, limits.receive_messages_max)
+            extra = target - len(self.buffer)
             if extra > 0 and vis_ms > 0 and lease_ahead:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
             await self._discover_for(max_messages)
