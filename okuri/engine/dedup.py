@@ -77,9 +77,6 @@ class DedupIndex:
         cutoff = newest - (limits.dedup_window_s + limits.dedup_window_margin_s) * 1000
         self.keys = {k: o for k, o in self.keys.items() if o.sent_ms >= cutoff}
 
-    def covers(self, st: QueueState) -> bool:
-        return self.incarnation == st.incarnation and self.upto >= st.next_seq
-
     def judge(self, segments: list[tuple[int, Segment]]) -> list[int]:
         """Duplicate masks for consecutive slots about to be adopted right after `upto`,
         each judged against the index and the originals of the slots before it."""

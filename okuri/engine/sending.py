@@ -151,10 +151,9 @@ class Sender:
         """The manifest once slot `seq` is adopted (by this node's commit, or another's)."""
         for _ in range(limits.fifo_send_commits_max):
             st = await self.manifest.current()
+            await self.slots.catch_up(st)  # judging, and answering, need the window's ids
             if seq < st.next_seq:
-                await self.slots.catch_up(st)  # the index must know the originals
                 return st
-            await self.slots.catch_up(st)
             await self.slots.reach(seq)
             await self.manifest.commit([Reach(seq)])
         raise Unavailable(f"slot {seq} of {self.manifest.name!r} was not adopted in time")

@@ -313,7 +313,7 @@ class SlotLog:
         reach = max((op.seq for op in ops if isinstance(op, Reach)), default=-1)
         if not wanted and reach < st.next_seq:
             return []
-        if st.attrs.fifo and not self.dedup.fold(st, lambda seq: self._adopted(st, seq)):
+        if st.attrs.fifo and not self.dedup.fold(st, lambda seq: self._held(st, seq)):
             return []  # a slot of the window not read here yet: `catch_up` first
         visible = counts(st, self.clock.now_ms()).visible
         run: list[tuple[int, Segment]] = []
@@ -353,7 +353,7 @@ class SlotLog:
         loads: list[Op] = []
         seq = st.load_seq
         while seq < end and visible < wanted and len(loads) < min(room, limits.probe_segments_max):
-            seg = adopting.get(seq) or self._adopted(st, seq)
+            seg = adopting.get(seq) or self._held(st, seq)
             if seg is None:
                 break  # not read here yet: `catch_up` reads it before the next commit
             dups = masks[seq - first_new] if seq >= first_new else st.dups.get(seq, 0)
@@ -362,7 +362,7 @@ class SlotLog:
             seq += 1
         return loads
 
-    def _adopted(self, st: QueueState, seq: int) -> Segment | None:
+    def _held(self, st: QueueState, seq: int) -> Segment | None:
         """An adopted slot's segment if this node holds it (the window keeps finished ones)."""
         return self.cache.get((self.name, st.incarnation, seq))
 
@@ -372,7 +372,7 @@ class SlotLog:
         have, seq = 0, st.load_seq
         end = min(st.next_seq, st.load_seq + limits.fifo_load_ahead_slots)
         while have < load_messages and seq < end:
-            seg = self._adopted(st, seq) or await self.read_slot(st.incarnation, seq)
+            seg = self._held(st, seq) or await self.read_slot(st.incarnation, seq)
             have += len(seg.messages) if seg is not None else 0
             seq += 1
         missing = self.dedup.missing(st)
@@ -384,7 +384,7 @@ class SlotLog:
             )
             gone.update(s for s, seg in zip(range(start, stop), segs, strict=True) if seg is None)
         # An adopted slot found empty was deleted by hand or by an older okuri: nothing to match.
-        self.dedup.fold(st, lambda seq: _EMPTY if seq in gone else self._adopted(st, seq))
+        self.dedup.fold(st, lambda seq: _EMPTY if seq in gone else self._held(st, seq))
 
     async def reach(self, seq: int) -> None:
         """Know every slot from the cursor up to `seq`, so one commit can adopt them all."""

@@ -373,7 +373,7 @@ class SqsActions:
         user_names = p.get("MessageAttributeNames") or []
         attempt = p.get("ReceiveRequestAttemptId")
         if attempt is not None:
-            fifo.check_id("ReceiveRequestAttemptId", attempt)
+            msg.check_printable_id("ReceiveRequestAttemptId", attempt)
             attrs = await self._queue_attrs(name)
             if not attrs.fifo:
                 attempt = None  # applies to FIFO queues only; SQS ignores it elsewhere

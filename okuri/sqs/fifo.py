@@ -8,27 +8,13 @@ into the one key the engine compares.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from okuri.engine import QueueAttrs
 from okuri.sqs.errors import SqsError
+from okuri.sqs.messages import check_printable_id
 from okuri.sqs.queue_attributes import fifo_setting
-
-ID_CHARS_MAX = 128
-# Alphanumerics and ASCII punctuation, as SQS documents for both ids.
-_ID = re.compile(r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}")
-
-
-def check_id(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not _ID.fullmatch(value):
-        raise SqsError(
-            "InvalidParameterValue",
-            f"Value {value} for parameter {name} is invalid. Reason: {name} can only include "
-            f"alphanumeric and punctuation characters. 1 to {ID_CHARS_MAX} in length.",
-        )
-    return value
 
 
 def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
@@ -45,7 +31,7 @@ def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
         raise SqsError(
             "MissingParameter", "The request must contain the parameter MessageGroupId."
         )
-    check_id("MessageGroupId", group)
+    check_printable_id("MessageGroupId", group)
     dedup = entry.get("MessageDeduplicationId")
     if dedup is None:
         if fifo_setting(attrs.extra, "ContentBasedDeduplication") != "true":
@@ -55,7 +41,7 @@ def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
                 "MessageDeduplicationId provided explicitly",
             )
         dedup = hashlib.sha256(str(entry["MessageBody"]).encode()).hexdigest()
-    check_id("MessageDeduplicationId", dedup)
+    check_printable_id("MessageDeduplicationId", dedup)
     return group, dedup
 
 

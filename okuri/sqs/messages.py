@@ -57,8 +57,9 @@ ALLOWED_CHARACTERS = "#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x100
 _FORBIDDEN_CHARACTER = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 _ATTRIBUTE_NAME_ASCII = frozenset(string.ascii_letters + string.digits + "_.-")
-# MessageGroupId: 1-128 ASCII letters, digits and punctuation (SQS's rule and text, recorded).
-_GROUP_ID = re.compile(r"[!-~]{1,128}")
+# MessageGroupId, MessageDeduplicationId, ReceiveRequestAttemptId: 1-128 ASCII letters, digits
+# and punctuation (SQS's rule and text, recorded).
+_PRINTABLE_ID = re.compile(r"[!-~]{1,128}")
 _RESERVED_PREFIXES = ("aws.", "amazon.")
 _BASE_TYPES = ("String", "Number", "Binary")
 _TYPE_LABEL = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -322,12 +323,19 @@ def _check_attribute_value(
 def validate_message_group_id(group_id: str | None) -> None:
     """A MessageGroupId, when given: SQS checks its form on standard queues too (recorded: "",
     129 characters and "group 123" are refused; "test" is accepted and returned)."""
-    if group_id is not None and not _GROUP_ID.fullmatch(group_id):
+    if group_id is not None:
+        check_printable_id("MessageGroupId", group_id)
+
+
+def check_printable_id(name: str, value: Any) -> str:
+    """One of SQS's ids made of 1-128 ASCII letters, digits and punctuation (`name` says which)."""
+    if not isinstance(value, str) or not _PRINTABLE_ID.fullmatch(value):
         raise _invalid(
-            f"Value {group_id[:200]} for parameter MessageGroupId is invalid. Reason: "
-            "MessageGroupId can only include alphanumeric and punctuation characters. "
+            f"Value {str(value)[:200]} for parameter {name} is invalid. Reason: "
+            f"{name} can only include alphanumeric and punctuation characters. "
             "1 to 128 in length."
         )
+    return value
 
 
 def validate_message_attributes(
