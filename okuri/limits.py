@@ -50,6 +50,14 @@ conflict_backoff_ms_max = 100
 # A node that finds other nodes' tokens among a manifest's latest commits reads it before each
 # commit instead of trusting its cached copy (see `okuri.engine.manifest`).
 shared_commit_tokens = 8
+# The node that commits a queue for the others (okuri/core/leadership.py): how long its lead
+# lasts after its last commit; how long a node waits for it to answer a forwarded commit, and
+# how long it then commits by itself before trying it again.
+commit_lead_ms = 3_000
+peer_timeout_s = 5.0
+peer_retry_s = 5.0
+peer_clock_skew_s = 300  # a forwarded commit signed further from now is refused (replays)
+peer_body_bytes_max = 4 * 1024 * 1024
 put_attempts_max = 12
 backoff_ms_base = 10
 backoff_ms_max = 2_000

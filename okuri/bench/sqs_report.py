@@ -58,11 +58,19 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
         "manifest conflicts",
         lambda n: "n/a" if n.get("manifest_conflicts") is None else str(n["manifest_conflicts"]),
     )
+    events = [n.get("engine_events") or {} for n in nodes]
+    if any("manifest_forwards" in e or "peer_commit_ops" in e for e in events):
+        row("commits sent to the leader", lambda n: _event(n, "manifest_forwards"))
+        row("ops committed for others", lambda n: _event(n, "peer_commit_ops"))
     classes = [c for c in STORE_CLASSES if any(c in (n.get("store_requests") or {}) for n in nodes)]
     extra = sorted({c for n in nodes for c in n.get("store_requests") or {}} - set(classes))
     for cls in [*classes, *extra]:
         row(f"store {cls} requests", _store_cell(cls))
     return lines
+
+
+def _event(node: dict[str, Any], name: str) -> str:
+    return str((node.get("engine_events") or {}).get(name, 0))
 
 
 def render(result: dict[str, Any]) -> str:

@@ -129,6 +129,9 @@ class QueueState:
     # not yet loaded into `segments`: a deep backlog waits in its segments, as on a standard
     # queue. -1: the cursor (every adopted slot is loaded; always so on a standard queue).
     load_seq: int = -1
+    # The node that commits for the others while its lead lasts (a hint for speed, never for
+    # safety: every write is still a compare-and-swap): (node id, URL, until_ms), or None.
+    lead: tuple[str, str, int] | None = None
 
     def __post_init__(self) -> None:
         if self.load_seq < 0:
@@ -193,8 +196,18 @@ def encode_state(st: QueueState) -> bytes:
             **({"window": [list(w) for w in st.window]} if st.window else {}),
             **({"dups": [[s, format(m, "x")] for s, m in st.dups.items()]} if st.dups else {}),
             **({"load": st.load_seq} if st.load_seq != st.next_seq else {}),
+            **({"lead": list(st.lead)} if st.lead is not None else {}),
         }
     )
+
+
+def _lead(raw: Any) -> tuple[str, str, int] | None:
+    if raw is None:
+        return None
+    node, url, until_ms = raw
+    if not (isinstance(node, str) and isinstance(url, str) and isinstance(until_ms, int)):
+        raise ManifestCorrupt("manifest lead unreadable")
+    return (node, url, until_ms)
 
 
 def decode_state(data: bytes) -> QueueState:
@@ -230,6 +243,7 @@ def decode_state(data: bytes) -> QueueState:
             window=[(s, at) for s, at in d.get("window", [])],
             dups={s: int(m, 16) for s, m in d.get("dups", [])},
             load_seq=d["load"] if "load" in d else d["next"],
+            lead=_lead(d.get("lead")),
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

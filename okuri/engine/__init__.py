@@ -25,6 +25,7 @@ from okuri.core.names import QUEUE_NAME, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, Counts, VisibilityResult
 from okuri.engine.engine import Engine
+from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
 __all__ = [
@@ -41,6 +42,9 @@ __all__ = [
     "MoveTaskActive",
     "MoveTaskNotFound",
     "NotADeadLetterQueue",
+    "PeerClient",
+    "PeerRequestInvalid",
+    "PeerUnreachable",
     "QueueAttrs",
     "QueueState",
     "SendRequest",

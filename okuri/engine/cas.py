@@ -92,6 +92,7 @@ class CasObject(Generic[S]):
         self._prefix = stats_prefix
         self.state: S | None = None
         self.etag = ""
+        self.data = b""  # the cached state's bytes as stored (handed to nodes we commit for)
         self._stale = False  # the cached state must be confirmed by a read before use
         self.installed_s = -1e18  # when the cached state was last confirmed current
         self.read_s = -1e18  # when it was last read from the store
@@ -117,23 +118,24 @@ class CasObject(Generic[S]):
             return self.state
         state = self.codec.decode(blob.data)
         self.codec.check(state)
-        self.install(state, blob.etag)
+        self.install(state, blob.etag, blob.data)
         assert self.state is not None
         return self.state
 
-    def install(self, state: S, etag: str) -> None:
-        """Adopt `state` as current, unless it is older than ours (a read that raced a write)."""
+    def install(self, state: S, etag: str, data: bytes) -> None:
+        """Adopt `state` (stored as `data` under `etag`) as current, unless it is older than
+        ours (a read that raced a write)."""
         old = self.state
         same_life = old is not None and self.codec.lineage(old) == self.codec.lineage(state)
         if same_life and old is not None and self.codec.version(state) < self.codec.version(old):
             return
-        self.state, self.etag = state, etag
+        self.state, self.etag, self.data = state, etag, data
         self.installed_s = self.clock.monotonic_s()
         self._installed(old if same_life else None, state)
 
     def forget(self) -> None:
         """Drop the cached state altogether (the object was deleted through this node)."""
-        self.state, self.etag, self._stale = None, "", False
+        self.state, self.etag, self.data, self._stale = None, "", b"", False
 
     def invalidate(self) -> None:
         """Doubt the cached state: the next access reads the store (keeping the decoded copy,
@@ -154,7 +156,7 @@ class CasObject(Generic[S]):
             except Transient:
                 await backoff(self.clock, attempt)
                 continue
-            self.install(state, etag)
+            self.install(state, etag, data)
             return state
         raise Unavailable("object store unavailable")
 
@@ -186,10 +188,9 @@ class CasObject(Generic[S]):
                 continue
             self.codec.check_step(state, made.state)
             self._stats[f"{self._prefix}_cas_attempts"] += 1
+            data = self.codec.encode(made.state)
             try:
-                etag = await self.store.put_if_match(
-                    self.key, self.codec.encode(made.state), self.etag
-                )
+                etag = await self.store.put_if_match(self.key, data, self.etag)
             except PreconditionFailed:
                 # Another writer won: re-read at once, then back off a little more each time
                 # it happens again, so that N writers take turns instead of colliding.
@@ -210,7 +211,7 @@ class CasObject(Generic[S]):
                 if not self.codec.has_token(await self.read(), token):
                     continue
             else:
-                self.install(made.state, etag)
+                self.install(made.state, etag, data)
             self._stats[f"{self._prefix}_commits"] += 1
             return made.result
         raise Unavailable(f"could not update {self.key!r}: too much contention")

@@ -21,6 +21,7 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.move_tasks import MoveTasks, move_messages
+from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
 from okuri.engine.retry import retrying
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -49,7 +50,10 @@ class Engine:
         self.node_id = node_id or clock.new_id()[:8]
         self.cache = SegmentCache(limits.segment_cache_bytes_max)
         self.stats: Counter[str] = Counter()
-        self._node = Node(store, clock, self.cache, self.stats, self.node_id, linger_ms)
+        self.peering = Peering()  # the server connects it (okuri/engine/peering.py)
+        self._node = Node(
+            store, clock, self.cache, self.stats, self.node_id, linger_ms, self.peering
+        )
         self._queues: dict[str, Queue] = {}
         self.moves = MoveTasks(self)
 
@@ -244,6 +248,21 @@ class Engine:
 
     async def cancel_move_task(self, source: str, task_id: str) -> MoveTask:
         return await self.moves.cancel(source, task_id)
+
+    # --- commits forwarded by other nodes (okuri.engine.peering) -----------------------------
+
+    async def commit_for_peer(self, body: bytes) -> bytes:
+        """Apply a commit another node forwarded to this one; the reply to send it back.
+
+        Raises PeerRequestInvalid (a request that does not decode, or names another life of
+        the queue) and QueueDoesNotExist.
+        """
+        req = decode_request(body)
+        try:
+            rt = self.runtime(req.queue)
+        except InvalidArgument as err:
+            raise PeerRequestInvalid(str(err)) from err
+        return encode_reply(*await rt.commit_for_peer(req))
 
     def cached_counts(self) -> dict[str, Counts]:
         """Approximate depths of the queues this node has touched, from cached manifests only.

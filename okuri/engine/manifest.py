@@ -4,10 +4,16 @@ Clients' operations (leases, acks, visibility changes, ...) are collected for on
 and applied together by `okuri.core.transitions.apply` in one compare-and-swap (the generic
 `CasObject`), with the adoption of newly discovered slots riding along. A node therefore writes
 a queue's manifest at most once per window however many clients it serves: that is the cost cap.
+
+With several nodes on one queue, the window's operations go to the node that leads the queue
+(okuri/core/leadership.py, okuri/engine/peering.py), whose commit carries everyone's: one
+writer instead of many racing compare-and-swaps. When it cannot be reached, a node commits by
+itself as before.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -15,16 +21,31 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.invariants import check_state, check_step
+from okuri.core.leadership import leader, take_lead
 from okuri.core.state import ManifestCorrupt, QueueAttrs, QueueState, decode_state, encode_state
-from okuri.core.transitions import Lease, Op, Outcome, Result, SetAttributes, apply
+from okuri.core.transitions import Adopt, Lease, Op, Outcome, Result, SetAttributes, apply
 from okuri.engine.batching import Batcher
 from okuri.engine.cas import CasObject, Change
+from okuri.engine.peering import (
+    CommitRequest,
+    Peering,
+    PeerUnreachable,
+    decode_reply,
+    encode_request,
+    forwardable,
+)
 from okuri.errors import QueueDoesNotExist, Unavailable
 from okuri.store.port import ObjectStore
+
+log = logging.getLogger("okuri.engine")
 
 # Given the manifest a commit is about to change and the operations it carries: the Adopt
 # operations to put first.
 AdoptFn = Callable[[QueueState, Sequence[Op]], list[Op]]
+# The slots this node knows past the cursor of a manifest, for the leader to adopt.
+HintsFn = Callable[[QueueState], list[Adopt]]
+# Operations of one client call, and whether a peer forwarded them (never forwarded again).
+_Batch = tuple[list[Op], bool]
 
 
 class ManifestCodec:
@@ -70,7 +91,9 @@ class Manifest:
         linger_ms: int,
         node_id: str,
         stats: Counter[str],
+        peering: Peering,
         adopt: AdoptFn,
+        hints: HintsFn,
         installed: Callable[[QueueState | None, QueueState], None],
         committed: Callable[[Outcome], None],
     ) -> None:
@@ -78,7 +101,9 @@ class Manifest:
         self.clock = clock
         self._node_id = node_id
         self._stats = stats
+        self._peering = peering
         self._adopt = adopt
+        self._hints = hints
         self._committed = committed
         self._codec = ManifestCodec(name)
         self.cell: CasObject[QueueState] = CasObject(
@@ -94,7 +119,7 @@ class Manifest:
         )
         self._counter = 0
         self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
-        self.committer: Batcher[list[Op], list[Result]] = Batcher(
+        self.committer: Batcher[_Batch, list[Result]] = Batcher(
             clock, linger_ms, self._flush, max_items=limits.commit_ops_max
         )
 
@@ -126,16 +151,32 @@ class Manifest:
         return f"{self._node_id}.{self._counter}"
 
     async def commit(self, ops: Sequence[Op]) -> list[Result]:
-        """Apply `ops` in this node's next group commit; their results, in order."""
-        return await self.committer.submit(list(ops))
+        """Apply `ops` in this node's next group commit (or its leader's); their results,
+        in order."""
+        return await self.committer.submit((list(ops), False))
 
-    async def _flush(self, batches: list[list[Op]]) -> list[list[Result]]:
-        flat = [op for batch in batches for op in batch]
+    async def commit_for_peer(self, ops: Sequence[Op]) -> tuple[list[Result], str, bytes]:
+        """Apply `ops` a peer forwarded in this node's next commit, never forwarding them on;
+        their results, and the manifest as stored after it (etag, bytes)."""
+        results = await self.committer.submit((list(ops), True))
+        self._stats["peer_commit_ops"] += len(ops)
+        return results, self.cell.etag, self.cell.data
+
+    async def _flush(self, batches: list[_Batch]) -> list[list[Result]]:
+        flat = [op for ops, _ in batches for op in ops]
+        if not any(from_peer for _, from_peer in batches):
+            forwarded = await self._forward(flat)
+            if forwarded is not None:
+                return _split(forwarded, batches)
+        passed_over = self._peering.passed_over(self.clock.monotonic_s())
 
         def change(st: QueueState) -> Change[QueueState, Outcome]:
+            now = self.clock.now_ms()
             adopts = self._adopt(st, flat)
-            out = apply(st, self.clock.now_ms(), [*adopts, *flat], token)
+            out = apply(st, now, [*adopts, *flat], token)
             out.results = out.results[len(adopts) :]
+            if out.changed and self._peering.enabled and not st.attrs.fifo:
+                take_lead(out.state, self._node_id, self._peering.url, now, passed_over)
             return Change(out.state if out.changed else None, out)
 
         token = self._token()
@@ -155,6 +196,38 @@ class Manifest:
             self._committed(out)
             self._stats["manifest_commit_ops"] += len(flat)
         return _split(out.results, batches)
+
+    async def _forward(self, ops: list[Op]) -> list[Result] | None:
+        """Have the queue's leader commit `ops`; their results, or None to commit them here."""
+        st = self.cell.state
+        peering = self._peering
+        if st is None or st.attrs.fifo or not peering.enabled or not forwardable(ops):
+            return None
+        lead = leader(st, self.clock.now_ms())
+        now_s = self.clock.monotonic_s()
+        if lead is None or lead[0] == self._node_id or lead[0] == peering.passed_over(now_s):
+            return None
+        assert peering.client is not None
+        hints = self._hints(st) if any(isinstance(op, Lease) for op in ops) else []
+        body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
+        try:
+            reply = await peering.client.commit(lead[1], peering.scope, body)
+            results, etag, data = decode_reply(reply)
+            if len(results) != len(ops):
+                raise PeerUnreachable("forwarded commit answered the wrong number of results")
+            state = self._codec.decode(data)
+            self._codec.check(state)
+        except (PeerUnreachable, Unavailable) as err:
+            self._stats["manifest_forward_failures"] += 1
+            peering.pass_over(lead[0], self.clock.monotonic_s())
+            log.info("leader of %s at %s: %s; committing here", self.name, lead[1], err)
+            return None
+        if state.incarnation != st.incarnation:
+            return None  # deleted and created again meanwhile: judged here, on a fresh read
+        self.cell.install(state, etag, data)
+        self._stats["manifest_forwards"] += 1
+        self._stats["manifest_forwarded_ops"] += len(ops)
+        return results
 
     def _note_sharing(self, st: QueueState | None) -> None:
         """Do other nodes write this manifest too? Their commit tokens among its latest say so."""
@@ -196,10 +269,10 @@ class Manifest:
         self.committer.cancel()
 
 
-def _split(results: list[Result], batches: list[list[Op]]) -> list[list[Result]]:
+def _split(results: list[Result], batches: list[_Batch]) -> list[list[Result]]:
     out: list[list[Result]] = []
     i = 0
-    for batch in batches:
-        out.append(results[i : i + len(batch)])
-        i += len(batch)
+    for ops, _ in batches:
+        out.append(results[i : i + len(ops)])
+        i += len(ops)
     return out

@@ -29,6 +29,7 @@ from okuri.core.transitions import (
     Counts,
     Outcome,
     Purge,
+    Result,
     SetAttributes,
     VisibilityResult,
     counts,
@@ -37,6 +38,7 @@ from okuri.engine.cache import SegmentCache
 from okuri.engine.finishing import Finisher, SendToFn
 from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
+from okuri.engine.peering import CommitRequest, Peering, PeerRequestInvalid
 from okuri.engine.retry import retrying
 from okuri.engine.sending import Sender
 from okuri.engine.slot_log import SlotLog
@@ -58,6 +60,7 @@ class Node:
     stats: Counter[str]
     node_id: str
     linger_ms: int
+    peering: Peering
 
 
 class Queue:
@@ -75,7 +78,9 @@ class Queue:
             node.linger_ms,
             node.node_id,
             node.stats,
+            node.peering,
             adopt=lambda st, ops: self.slots.adopt_ops(st, ops),
+            hints=lambda st: self.slots.hints(st),
             installed=self._installed,
             committed=self._committed,
         )
@@ -174,6 +179,19 @@ class Queue:
         self, entries: Sequence[tuple[str, int]]
     ) -> list[VisibilityResult | ReceiptHandleInvalid]:
         return await self.finisher.change_visibility(entries)
+
+    async def commit_for_peer(self, req: CommitRequest) -> tuple[list[Result], str, bytes]:
+        """Commit what a node that takes this one for the queue's leader forwarded: its
+        results, and the manifest as stored after (etag, bytes)."""
+        st = await self.current()
+        if st.incarnation != req.incarnation:
+            st = await self.refresh()
+            if st.incarnation != req.incarnation:
+                raise PeerRequestInvalid("the queue was deleted and created again")
+        if st.attrs.fifo:
+            raise PeerRequestInvalid("a FIFO queue's commits are not forwarded")
+        self.slots.take_hints(st, req.slots)
+        return await self.manifest.commit_for_peer(req.ops)
 
     # --- whole-queue operations --------------------------------------------------------------
 

@@ -81,6 +81,9 @@ class SlotLog:
         # Slots at or above the cursor read (or written) here and not yet adopted; bounded by
         # what consumers asked for, since adoption takes them from the cursor up.
         self.known: dict[int, Segment] = {}
+        # Slots past the cursor that nodes forwarding their commits here know (and this one
+        # has not read): enough to adopt them, not to deliver them.
+        self.hinted: dict[int, Adopt] = {}
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
         self.last_probe_ended = False  # the last read round met an empty slot
@@ -99,6 +102,7 @@ class SlotLog:
     def reset(self) -> None:
         """A new incarnation (or none): nothing known about the old one applies."""
         self.known.clear()
+        self.hinted.clear()
         self.head_hint = 0
         self.dedup.reset()
 
@@ -106,10 +110,39 @@ class SlotLog:
         self.head_hint = max(self.head_hint, st.next_seq)
         for seq in [s for s in self.known if s < st.next_seq]:
             del self.known[seq]
+        for seq in [s for s in self.hinted if s < st.next_seq]:
+            del self.hinted[seq]
 
     def known_end(self) -> int:
         """One past the last slot this node knows to be written."""
-        return max(self.head_hint, max(self.known, default=-1) + 1)
+        last = max(max(self.known, default=-1), max(self.hinted, default=-1))
+        return max(self.head_hint, last + 1)
+
+    def hints(self, st: QueueState) -> list[Adopt]:
+        """The unbroken run of slots this node knows from the cursor of `st`, as the Adopt
+        operations a leader would make of them (it commits this node's leases)."""
+        out: list[Adopt] = []
+        seq = st.next_seq
+        while len(out) < limits.probe_segments_max:
+            adopt = self._adoptable(seq)
+            if adopt is None:
+                break
+            out.append(adopt)
+            seq += 1
+        return out
+
+    def take_hints(self, st: QueueState, slots: Sequence[Adopt]) -> None:
+        """Slots a follower knows past the cursor: adopted here without reading them. Slots at
+        or past the cursor are never rewritten, so what any node read there stays true."""
+        for adopt in slots:
+            if adopt.seq >= st.next_seq and adopt.seq not in self.known:
+                self.hinted.setdefault(adopt.seq, adopt)
+
+    def _adoptable(self, seq: int) -> Adopt | None:
+        seg = self.known.get(seq)
+        if seg is not None:
+            return Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays())
+        return self.hinted.get(seq)
 
     # --- appending ---------------------------------------------------------------------------
 
@@ -248,6 +281,11 @@ class SlotLog:
         that joined the run just now from the segment cache, without a request)."""
         head, have, joined = st.next_seq, 0, 0
         while head < st.next_seq + limits.probe_segments_max:
+            hint = self.hinted.get(head)
+            if hint is not None:
+                have += hint.count
+                head += 1
+                continue
             seg = self.known.get(head)
             if seg is None:
                 seg = self.cache.get((self.name, st.incarnation, head))
@@ -316,29 +354,31 @@ class SlotLog:
         if st.attrs.fifo and not self.dedup.fold(st, lambda seq: self._held(st, seq)):
             return []  # a slot of the window not read here yet: `catch_up` first
         visible = counts(st, self.clock.now_ms()).visible
+        room = min(limits.manifest_segments_max - len(st.segments), limits.probe_segments_max)
+        if not st.attrs.fifo:
+            adopts: list[Op] = []
+            seq = st.next_seq
+            while (visible < wanted or seq <= reach) and len(adopts) < room:
+                adopt = self._adoptable(seq)
+                if adopt is None:
+                    break
+                adopts.append(adopt)
+                visible += adopt.count - len(adopt.delays)
+                seq += 1
+            return adopts
         run: list[tuple[int, Segment]] = []
         seq = st.next_seq
-        room = limits.manifest_segments_max - len(st.segments)
-        while (
-            seq in self.known
-            and (visible < wanted or seq <= reach)
-            and len(run) < min(room, limits.probe_segments_max)
-        ):
+        while seq in self.known and (visible < wanted or seq <= reach) and len(run) < room:
             seg = self.known[seq]
             run.append((seq, seg))
             visible += len(seg.messages) - len(seg.delays())
             seq += 1
-        if not st.attrs.fifo:
-            return [
-                Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays())
-                for seq, seg in run
-            ]
         masks = self.dedup.judge(run)
-        adopts: list[Op] = [
+        fifo_adopts: list[Op] = [
             Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays(), seg.groups(), mask)
             for (seq, seg), mask in zip(run, masks, strict=True)
         ]
-        return adopts + self._loads(st, wanted, dict(run), masks)
+        return fifo_adopts + self._loads(st, wanted, dict(run), masks)
 
     def _loads(
         self, st: QueueState, wanted: int, adopting: dict[int, Segment], masks: list[int]

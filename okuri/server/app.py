@@ -29,6 +29,8 @@ from okuri.clock import Clock, SystemClock
 from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.server.health import Health, health_app
+from okuri.server.peers import PATH as PEER_PATH
+from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
 from okuri.server.settings import Address, Settings
 from okuri.sqs.actions import SqsActions
@@ -140,8 +142,11 @@ class Server:
             shutdown_timeout=limits.health_shutdown_s,
         )
         self.sqs: SqsHttp | None = None
+        self._peer_url = ""
         self.regions: Regions | None = None
+        self.peers = Peers(settings.secret_access_key, self._engine_for_scope)
         main = web.Application(client_max_size=limits.request_bytes_max)
+        main.router.add_route("POST", PEER_PATH, self._serve_peer)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
@@ -151,6 +156,21 @@ class Server:
         if self.sqs is None:
             raise web.HTTPServiceUnavailable(text="starting")
         return await self.sqs.handle(request)
+
+    async def _serve_peer(self, request: web.Request) -> web.StreamResponse:
+        if self.regions is None:
+            raise web.HTTPServiceUnavailable(text="starting")
+        return await self.peers.handle(request)
+
+    def _engine_for_scope(self, scope: str) -> Engine:
+        """The engine a forwarded commit names: the home region's for "", else a region's."""
+        assert self.regions is not None
+        return self.regions.actions_for(scope or None).engine
+
+    def _connect_peers(self, engine: Engine, scope: str) -> None:
+        engine.peering.client = self.peers
+        engine.peering.url = self._peer_url
+        engine.peering.scope = scope
 
     @property
     def urls(self) -> list[str]:
@@ -176,6 +196,7 @@ class Server:
         keys = {settings.access_key_id: settings.secret_access_key}
 
         def regional_actions(engine: Engine, region: str) -> SqsActions:
+            self._connect_peers(engine, region)
             return SqsActions(
                 engine,
                 region=region,
@@ -194,16 +215,20 @@ class Server:
             self.regions.actions_for,
         )
         await _listen(self._main_runner, settings.listen, "SQS")
+        self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
+        self._connect_peers(self.engine, "")
         self.health.serving(
             self.store, self.engine.stats, [self.sqs.metric_lines, self._depth_lines]
         )
         log.info(
-            "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms",
+            "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms; peers reach "
+            "it at %s",
             __version__,
             ", ".join(self.urls),
             ", ".join(self.health_urls),
             settings.describe_store(),
             settings.linger_ms,
+            self._peer_url or "(nowhere: it never leads)",
         )
         if settings.uses_dev_credentials:
             log.warning(
@@ -251,6 +276,7 @@ class Server:
             except (OkuriError, TimeoutError) as err:
                 log.error("pending sends could not be flushed: %s", _one_line(err))
                 flushed = False
+        await self.peers.close()
         store, self.store = self.store, None
         if store is not None:
             try:

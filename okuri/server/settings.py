@@ -80,6 +80,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("secret_access_key", DEV_SECRET_ACCESS_KEY,
            "secret SQS clients sign with (the default is for local development only)", "SECRET"),
     Option("public_url", None, "URL clients reach this server at, for queue URLs", "URL"),
+    Option("peer_url", None,
+           "URL other okuri nodes on the same store reach this one's listener at, to forward "
+           "their commits to it; 'off' never to lead (default: the listen address when it "
+           "names a host, else this host's address)", "URL|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
@@ -149,6 +153,7 @@ class Settings:
     access_key_id: str
     secret_access_key: str = field(repr=False)
     public_url: str | None
+    peer_url: str | None  # None: derived from the listener; "off": never lead
     region: str
     account_id: str
     log_level: str
@@ -214,6 +219,9 @@ class Settings:
             access_key_id=raw.required("access_key_id"),
             secret_access_key=raw.required("secret_access_key"),
             public_url=raw.url("public_url"),
+            peer_url=(
+                "off" if (raw.optional("peer_url") or "").lower() == "off" else raw.url("peer_url")
+            ),
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
             log_level=raw.choice("log_level", LOG_LEVELS),

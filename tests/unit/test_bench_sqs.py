@@ -117,7 +117,11 @@ def test_bench_sqs_nodes_can_share_a_bucket_on_moto(capsys: pytest.CaptureFixtur
     [run] = result["okuri"]
     assert_moved_messages(run)
     assert run["cpu"]["store_percent"] is not None  # moto's S3 process, measured apart
-    assert all(n["store_requests"]["cas"] > 0 for n in run["per_node"])
+    # Every node committed: by its own compare-and-swap, or through the queue's leader.
+    assert all(
+        n["store_requests"]["cas"] > 0 or n["engine_events"].get("manifest_forwards", 0) > 0
+        for n in run["per_node"]
+    )
 
 
 def test_bench_sqs_drives_a_running_server_given_its_endpoint(

@@ -1,0 +1,224 @@
+"""Commits forwarded between nodes: the wire format, and what a node knows of its peers.
+
+A node whose queue has a leader elsewhere (okuri/core/leadership.py) sends the operations of
+its commit window to that node instead of compare-and-swapping the manifest itself; the leader
+applies them in its own next commit and answers their results with the manifest it wrote, so
+the follower's cache is as fresh as a read would have made it. Only a standard queue's
+per-message operations travel (leases, deletes, visibility changes, dead-letter marks,
+releases): anything rarer is committed where it was asked. With the operations go the slots the
+follower knows past the cursor, so the leader adopts them without reading them.
+
+Nothing here opens a connection: the server supplies a `PeerClient`. Without one (the
+simulator, an embedded engine) every node commits for itself, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from okuri import limits
+from okuri.core.transitions import (
+    Ack,
+    Adopt,
+    ChangeVisibility,
+    Grant,
+    Lease,
+    LeaseResult,
+    MarkDead,
+    Op,
+    Release,
+    Result,
+)
+from okuri.errors import OkuriError
+
+FORWARDED = (Lease, Ack, ChangeVisibility, MarkDead, Release)
+
+
+class PeerUnreachable(OkuriError):
+    """The leader did not take the commit, or may have taken it without answering.
+
+    Either way the follower commits the same operations itself: every one of them is safe to
+    apply twice (a second delete or release finds the message finished or its lease gone; a
+    second lease only hides other messages until their visibility runs out, as a node that
+    dies with leases taken ahead does).
+    """
+
+
+class PeerRequestInvalid(OkuriError):
+    """A forwarded commit that does not decode, or names another life of the queue."""
+
+
+class PeerClient(Protocol):
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        """POST a forwarded commit to the node at `url`; its reply body. Raises
+        PeerUnreachable for anything but a complete answer."""
+
+
+@dataclass
+class Peering:
+    """One engine's side of forwarding: how to reach peers, and where they reach it.
+
+    `url` empty: this node cannot be reached, so it never leads and never forwards (its
+    leader could not hand the lead back). `scope` names this engine among a node's engines
+    (one per region) in the requests it sends.
+    """
+
+    client: PeerClient | None = None
+    url: str = ""
+    scope: str = ""
+    _passed_over: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def enabled(self) -> bool:
+        return self.client is not None and bool(self.url)
+
+    def pass_over(self, node: str, now_s: float) -> None:
+        """`node` did not answer: commit without it for a while (and take its lead)."""
+        self._passed_over[node] = now_s + limits.peer_retry_s
+
+    def passed_over(self, now_s: float) -> str:
+        """The leader this node is not forwarding to at the moment, if any."""
+        for node, until_s in list(self._passed_over.items()):
+            if until_s > now_s:
+                return node
+            del self._passed_over[node]
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    queue: str
+    incarnation: str
+    ops: list[Op]
+    slots: list[Adopt]
+
+
+def forwardable(ops: Sequence[Op]) -> bool:
+    return all(isinstance(op, FORWARDED) for op in ops)
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+def _op_json(op: Op) -> list[Any]:
+    match op:
+        case Lease():
+            return ["L", op.max_messages, op.visibility_ms]
+        case Ack():
+            return ["A", op.seq, op.idx, op.epoch, op.incarnation]
+        case ChangeVisibility():
+            return ["V", op.seq, op.idx, op.epoch, op.incarnation, op.visibility_ms]
+        case MarkDead():
+            return ["D", op.seq, op.idx, op.epoch, op.incarnation]
+        case Release():
+            return ["R", op.seq, op.idx, op.epoch, op.incarnation]
+    raise ValueError(f"not forwarded: {op!r}")
+
+
+def encode_request(req: CommitRequest) -> bytes:
+    return orjson.dumps(
+        {
+            "q": req.queue,
+            "inc": req.incarnation,
+            "ops": [_op_json(op) for op in req.ops],
+            "slots": [[a.seq, a.sid, a.count, a.sent_ms, a.delays] for a in req.slots],
+        }
+    )
+
+
+def _int(v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ValueError(f"not a count: {v!r}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"not a string: {v!r}")
+    return v
+
+
+def _op(raw: list[Any]) -> Op:
+    kind, *a = raw
+    if kind == "L" and len(a) == 2:
+        max_messages = _int(a[0])
+        if not 1 <= max_messages <= limits.lease_ahead_messages_max + limits.receive_messages_max:
+            raise ValueError("lease size out of range")
+        return Lease(max_messages, _int(a[1]))
+    if kind in ("A", "D", "R") and len(a) == 4:
+        seq, idx, epoch, inc = _int(a[0]), _int(a[1]), _int(a[2]), _str(a[3])
+        if kind == "A":
+            return Ack(seq, idx, epoch, inc)
+        if kind == "D":
+            return MarkDead(seq, idx, epoch, inc)
+        return Release(seq, idx, epoch, inc)
+    if kind == "V" and len(a) == 5:
+        return ChangeVisibility(_int(a[0]), _int(a[1]), _int(a[2]), _int(a[4]), _str(a[3]))
+    raise ValueError(f"unknown operation {kind!r}")
+
+
+def _slot(raw: list[Any]) -> Adopt:
+    seq, sid, count, sent_ms, delays = raw
+    return Adopt(
+        _int(seq),
+        _str(sid),
+        _int(count),
+        _int(sent_ms),
+        tuple((_int(i), _int(at)) for i, at in delays),
+    )
+
+
+def decode_request(body: bytes) -> CommitRequest:
+    try:
+        d = orjson.loads(body)
+        ops = [_op(raw) for raw in d["ops"]]
+        if not ops or len(ops) > limits.commit_ops_max:
+            raise ValueError("no operations, or too many")
+        slots = [_slot(raw) for raw in d["slots"][: limits.probe_segments_max]]
+        return CommitRequest(_str(d["q"]), _str(d["inc"]), ops, slots)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise PeerRequestInvalid(f"forwarded commit unreadable: {err}") from err
+
+
+# --- replies: a JSON line of results and the etag, then the manifest as stored ----------------
+
+
+def _grants(grants: tuple[Grant, ...]) -> list[list[int]]:
+    return [[g.seq, g.idx, g.epoch, g.first_receive_ms] for g in grants]
+
+
+def _result_json(r: Result) -> Any:
+    if isinstance(r, LeaseResult):
+        return {"g": _grants(r.granted), "d": _grants(r.dead)}
+    return r
+
+
+def encode_reply(results: Sequence[Result], etag: str, manifest: bytes) -> bytes:
+    head = orjson.dumps({"results": [_result_json(r) for r in results], "etag": etag})
+    return head + b"\n" + manifest
+
+
+def _result(raw: Any) -> Result:
+    if isinstance(raw, dict):
+        return LeaseResult(
+            tuple(Grant(*g) for g in raw["g"]), tuple(Grant(*g) for g in raw["d"])
+        )
+    if raw in ("acked", "stale", "gone", "ok") or isinstance(raw, bool):
+        return raw  # type: ignore[no-any-return]
+    raise ValueError(f"unknown result {raw!r}")
+
+
+def decode_reply(body: bytes) -> tuple[list[Result], str, bytes]:
+    """(results, etag, manifest bytes); raises PeerUnreachable for a reply that is not one."""
+    head, sep, manifest = body.partition(b"\n")
+    try:
+        d = orjson.loads(head)
+        if not sep or not manifest:
+            raise ValueError("no manifest")
+        return [_result(r) for r in d["results"]], _str(d["etag"]), manifest
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise PeerUnreachable(f"forwarded commit's reply unreadable: {err}") from err

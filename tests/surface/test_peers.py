@@ -1,0 +1,73 @@
+"""Two real `okuri serve` processes on one data directory: the second forwards its commits to
+the queue's leader over the main listener, signed; an unsigned or forged forward is refused."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from okuri.server.peers import PATH, SIGNATURE
+from tests.servers import ServerProcess, start_server
+
+
+def _event(server: ServerProcess, name: str) -> int:
+    text = server.get("/metrics").text
+    m = re.search(rf'^okuri_engine_events_total{{event="{name}"}} (\d+)$', text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_a_second_node_commits_through_the_leader(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = start_server(tmp_path / "a", {"OKURI_DATA_DIR": str(data)})
+    b = start_server(tmp_path / "b", {"OKURI_DATA_DIR": str(data)})
+    try:
+        sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
+        url = sqs_a.create_queue(QueueName="peered")["QueueUrl"]
+        sqs_a.send_message(QueueUrl=url, MessageBody="first")
+        assert len(sqs_a.receive_message(QueueUrl=url).get("Messages", [])) == 1  # a leads
+        sent = set()
+        for i in range(5):
+            entries = [{"Id": str(j), "MessageBody": f"{i}-{j}"} for j in range(10)]
+            assert not sqs_b.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
+            sent.update(e["MessageBody"] for e in entries)
+        got: set[str] = set()
+        for _ in range(40):
+            reply = sqs_b.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=1
+            )
+            msgs = reply.get("Messages", [])
+            got.update(m["Body"] for m in msgs)
+            if msgs:
+                entries = [{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in
+                           enumerate(msgs)]
+                deleted = sqs_b.delete_message_batch(QueueUrl=url, Entries=entries)
+                assert not deleted.get("Failed")
+            if got >= sent:
+                break
+        assert got >= sent
+        assert _event(b, "manifest_forwards") > 0
+        assert _event(a, "peer_commit_ops") > 0
+        assert _event(b, "manifest_forward_failures") == 0
+        # Nothing is left but the first message, leased through a.
+        attrs = sqs_a.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attrs["ApproximateNumberOfMessages"] == "0"
+        assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"
+    finally:
+        b.terminate()
+        a.terminate()
+
+
+def test_a_forward_without_the_deployments_signature_is_refused(tmp_path: Path) -> None:
+    server = start_server(tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data")})
+    try:
+        body = b'{"q":"jobs","inc":"i","ops":[["L",10,30000]],"slots":[]}'
+        assert server.request("POST", PATH, body).status == 403
+        forged = {SIGNATURE: "9999999999:00"}
+        assert server.request("POST", PATH, body, forged).status == 403
+        stale = {SIGNATURE: f"{int(time.time()) - 3600}:00"}
+        assert server.request("POST", PATH, body, stale).status == 403
+    finally:
+        assert server.terminate() == 0

@@ -1,0 +1,203 @@
+"""Commits forwarded to a queue's leader: the lead's rules, the wire format, and two engines on
+one store where one commits for the other (the real HTTP hop is in tests/surface/test_peers.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from okuri import limits
+from okuri.clock import SystemClock
+from okuri.core.leadership import leader, take_lead
+from okuri.core.state import QueueAttrs, QueueState, decode_state, encode_state
+from okuri.core.transitions import (
+    Ack,
+    Adopt,
+    ChangeVisibility,
+    Grant,
+    Lease,
+    LeaseResult,
+    MarkDead,
+    Release,
+    SetAttributes,
+)
+from okuri.engine import Engine, PeerRequestInvalid, PeerUnreachable, SendRequest
+from okuri.engine.peering import (
+    CommitRequest,
+    decode_reply,
+    decode_request,
+    encode_reply,
+    encode_request,
+    forwardable,
+)
+from okuri.store.memory import MemoryStore
+
+Q = "jobs"
+
+
+def _state() -> QueueState:
+    return QueueState(Q, "inc1", 0, QueueAttrs())
+
+
+# --- the lead ----------------------------------------------------------------------------------
+
+
+def test_a_committing_node_takes_a_free_lead_and_renews_only_its_own() -> None:
+    st = _state()
+    take_lead(st, "a", "http://a", 1_000)
+    assert leader(st, 1_000) == ("a", "http://a")
+    assert st.lead == ("a", "http://a", 1_000 + limits.commit_lead_ms)
+    take_lead(st, "b", "http://b", 2_000)  # a's lead is in force: b does not take it
+    assert leader(st, 2_000) == ("a", "http://a")
+    take_lead(st, "a", "http://a", 2_000)
+    assert st.lead == ("a", "http://a", 2_000 + limits.commit_lead_ms)
+
+
+def test_a_lead_lapses_and_an_unreachable_leader_is_passed_over() -> None:
+    st = _state()
+    take_lead(st, "a", "http://a", 0)
+    assert leader(st, limits.commit_lead_ms) is None  # lapsed: nobody leads
+    take_lead(st, "b", "http://b", limits.commit_lead_ms)
+    assert leader(st, limits.commit_lead_ms) == ("b", "http://b")
+    take_lead(st, "c", "http://c", limits.commit_lead_ms + 1, passed_over="b")
+    assert leader(st, limits.commit_lead_ms + 1) == ("c", "http://c")
+
+
+def test_the_lead_survives_the_manifest_codec_and_is_absent_when_unset() -> None:
+    st = _state()
+    assert b"lead" not in encode_state(st)
+    take_lead(st, "a", "http://127.0.0.1:1", 5)
+    assert decode_state(encode_state(st)).lead == st.lead
+
+
+# --- the wire ------------------------------------------------------------------------------------
+
+
+def test_forwarded_operations_and_results_round_trip() -> None:
+    ops = [
+        Lease(10, 30_000),
+        Ack(3, 1, 2, "inc1"),
+        ChangeVisibility(3, 2, 1, 5_000, "inc1"),
+        MarkDead(4, 0, 5, "inc1"),
+        Release(5, 9, 1, "inc1"),
+    ]
+    hints = [Adopt(7, "sid7", 10, 123, ((2, 999),)), Adopt(8, "sid8", 1, 124)]
+    req = decode_request(encode_request(CommitRequest(Q, "inc1", ops, hints)))
+    assert req == CommitRequest(Q, "inc1", ops, hints)
+    results = [
+        LeaseResult((Grant(1, 0, 1, 50),), (Grant(2, 3, 4, 60),)),
+        "acked",
+        "stale",
+        True,
+        False,
+    ]
+    got, etag, manifest = decode_reply(encode_reply(results, "etag1", b'{"f":1}'))
+    assert (got, etag, manifest) == (results, "etag1", b'{"f":1}')
+
+
+def test_only_a_standard_queues_per_message_operations_travel() -> None:
+    assert forwardable([Lease(1, 1), Ack(0, 0, 1)])
+    assert not forwardable([Lease(1, 1), SetAttributes(QueueAttrs())])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"{}",
+        b'{"q":"jobs","inc":"i","ops":[],"slots":[]}',
+        b'{"q":"jobs","inc":"i","ops":[["X",1]],"slots":[]}',
+        b'{"q":"jobs","inc":"i","ops":[["L",0,5]],"slots":[]}',
+        b'{"q":"jobs","inc":"i","ops":[["A",1,2,-3,"i"]],"slots":[]}',
+        b'{"q":"jobs","inc":"i","ops":[["L",1,5]],"slots":[[1,"s"]]}',
+    ],
+)
+def test_a_forwarded_commit_that_does_not_decode_is_refused(body: bytes) -> None:
+    with pytest.raises(PeerRequestInvalid):
+        decode_request(body)
+
+
+@pytest.mark.parametrize("body", [b"", b"{}\n", b'{"results":[],"etag":"e"}', b"nope\nmanifest"])
+def test_a_reply_that_is_not_one_counts_as_no_answer(body: bytes) -> None:
+    with pytest.raises(PeerUnreachable):
+        decode_reply(body)
+
+
+# --- two engines, one committing for the other -------------------------------------------------
+
+
+class Wire:
+    """The hop between engines, in process: a POST becomes the peer's `commit_for_peer`."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Engine] = {}
+        self.down: set[str] = set()
+        self.calls = 0
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        self.calls += 1
+        if url in self.down:
+            raise PeerUnreachable("connection refused")
+        return await self.nodes[url].commit_for_peer(body)
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[Engine, Engine, Wire]]:
+    store, wire = MemoryStore(), Wire()
+    a = Engine(store, SystemClock(), linger_ms=2, node_id="a")
+    b = Engine(store, SystemClock(), linger_ms=2, node_id="b")
+    for node, url in ((a, "http://a"), (b, "http://b")):
+        node.peering.client, node.peering.url = wire, url
+        wire.nodes[url] = node
+    yield a, b, wire
+    await a.close()
+    await b.close()
+
+
+async def test_a_follower_commits_through_the_leader_and_sees_what_it_wrote(
+    pair: tuple[Engine, Engine, Wire],
+) -> None:
+    a, b, wire = pair
+    await a.create_queue(Q)
+    await a.send(Q, [SendRequest(body=b"lead")])
+    assert len(await a.receive(Q, 1, 30, 0)) == 1  # a commits, and so takes the lead
+    assert (await b.get_queue(Q)).lead is not None
+    sent = await b.send(Q, [SendRequest(body=f"m{i}".encode()) for i in range(5)])
+    got = await b.receive(Q, 10, 30, 0, lease_ahead=False)
+    assert sorted(d.message.body for d in got) == [f"m{i}".encode() for i in range(5)]
+    assert {d.message.id for d in got} == {r.message_id for r in sent}  # type: ignore[union-attr]
+    assert await b.ack(Q, [d.receipt_handle for d in got]) == ["acked"] * 5
+    assert b.stats["manifest_forwards"] >= 2 and b.stats["manifest_cas_attempts"] == 0
+    assert a.stats["peer_commit_ops"] >= 6
+    # a adopted b's slots from the hints b sent along, and leased them for b
+    counts = await a.counts(Q)
+    assert (counts.visible, counts.in_flight) == (0, 1)
+    assert wire.calls >= 2
+
+
+async def test_a_follower_commits_by_itself_and_takes_the_lead_when_the_leader_is_gone(
+    pair: tuple[Engine, Engine, Wire],
+) -> None:
+    a, b, wire = pair
+    await a.create_queue(Q)
+    await a.send(Q, [SendRequest(body=b"x"), SendRequest(body=b"y")])
+    await a.receive(Q, 1, 30, 0, lease_ahead=False)
+    wire.down.add("http://a")
+    got = await b.receive(Q, 10, 30, 0, lease_ahead=False)
+    assert [d.message.body for d in got] == [b"y"]
+    assert b.stats["manifest_forward_failures"] == 1
+    st = await b.get_queue(Q)
+    assert st.lead is not None and st.lead[0] == "b"
+    assert await b.ack(Q, [got[0].receipt_handle]) == ["acked"]
+
+
+async def test_a_commit_forwarded_for_another_life_of_the_queue_is_refused(
+    pair: tuple[Engine, Engine, Wire],
+) -> None:
+    a, _, _ = pair
+    await a.create_queue(Q)
+    body = encode_request(CommitRequest(Q, "not-this-one", [Lease(1, 1_000)], []))
+    with pytest.raises(PeerRequestInvalid):
+        await a.commit_for_peer(body)
