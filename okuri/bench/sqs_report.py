@@ -29,6 +29,11 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("load generator CPU %", lambda r: r["cpu"]["client_percent"], "{:.0f}"),
     ("other processes' CPU %", lambda r: r["cpu"]["other_processes_percent"], "{:.0f}"),
     ("messages per server CPU-s", lambda r: r["cpu"]["server_messages_per_cpu_s"], "{:.0f}"),
+    (
+        "messages/s, a core per node",
+        lambda r: r["cpu"].get("core_per_node_messages_per_s"),
+        "{:.0f}",
+    ),
     ("errors", lambda r: r["errors"], "{:d}"),
     ("left in queue after drain", lambda r: r["drain"]["left_in_queue"], "{:d}"),
 )
@@ -118,6 +123,8 @@ def render(result: dict[str, Any]) -> str:
     lines.append(
         f"note: the load generator (one Python process) and the servers under test share this "
         f"machine's {result['machine']['cpus']} CPUs; end-to-end rates are lower bounds for "
-        "dedicated servers. 'messages per server CPU-s' is what one server core could carry."
+        "dedicated servers. 'messages per server CPU-s' is what one server core could carry; "
+        "'messages/s, a core per node' projects the rate with a core per node (the rate over "
+        "the busiest node's CPU share)."
     )
     return "\n".join(lines)

@@ -28,7 +28,7 @@ class Batcher(Generic[T, R]):
         max_size: int = 0,
     ) -> None:
         self._clock = clock
-        self._linger_s = linger_ms / 1000
+        self.linger_s = linger_ms / 1000  # its owner may change it between flushes
         self._flush = flush
         self._max_items = max_items
         self._size = size
@@ -62,7 +62,7 @@ class Batcher(Generic[T, R]):
 
     async def _run(self) -> None:
         while self._pending:
-            due = self._last_flush_s + self._linger_s
+            due = self._last_flush_s + self.linger_s
             now = self._clock.monotonic_s()
             if due - now > 1e-6 and not self._full() and not self._closed:
                 self._wake.clear()

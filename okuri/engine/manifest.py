@@ -13,9 +13,11 @@ itself as before.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from okuri import limits
 from okuri.clock import Clock
@@ -23,7 +25,16 @@ from okuri.core import keys
 from okuri.core.invariants import check_state, check_step
 from okuri.core.leadership import leader, take_lead
 from okuri.core.state import ManifestCorrupt, QueueAttrs, QueueState, decode_state, encode_state
-from okuri.core.transitions import Adopt, Lease, Op, Outcome, Result, SetAttributes, apply
+from okuri.core.transitions import (
+    Adopt,
+    Lease,
+    Op,
+    Outcome,
+    Release,
+    Result,
+    SetAttributes,
+    apply,
+)
 from okuri.engine.batching import Batcher
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.peering import (
@@ -117,6 +128,9 @@ class Manifest:
             stats,
             "manifest",
         )
+        self._linger_s = linger_ms / 1000
+        self._forwarding = False  # this node's own forward is out
+        self._led_s = -1e18  # when a peer last forwarded a commit here
         self._counter = 0
         self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
@@ -157,17 +171,54 @@ class Manifest:
 
     async def commit_for_peer(self, ops: Sequence[Op]) -> tuple[list[Result], str, bytes]:
         """Apply `ops` a peer forwarded in this node's next commit, never forwarding them on;
-        their results, and the manifest as stored after it (etag, bytes)."""
-        results = await self.committer.submit((list(ops), True))
+        their results, and the manifest as stored after it (etag, bytes).
+
+        Two nodes can each take the other for the leader for a moment (caches apart): were
+        each to queue the other's forward behind its own, both would wait until a timeout. So
+        while this node's own forward is out, a peer's operations commit at once, apart.
+        """
+        self._led_s = self.clock.monotonic_s()
         self._stats["peer_commit_ops"] += len(ops)
+        if self._forwarding:
+            results = await self._commit_here(list(ops))
+        else:
+            results = await self.committer.submit((list(ops), True))
         return results, self.cell.etag, self.cell.data
 
     async def _flush(self, batches: list[_Batch]) -> list[list[Result]]:
         flat = [op for ops, _ in batches for op in ops]
         if not any(from_peer for _, from_peer in batches):
-            forwarded = await self._forward(flat)
-            if forwarded is not None:
+            self._forwarding = True
+            try:
+                forwarded = await self._forward(flat)
+            finally:
+                self._forwarding = False
+            # The window caps what a node writes; a forward writes nothing, and the leader's own
+            # window caps its commits: the next forward need not wait for one here.
+            self.committer.linger_s = 0.0 if isinstance(forwarded, list) else self._linger_s
+            if isinstance(forwarded, list):
                 return _split(forwarded, batches)
+            if forwarded == "maybe":
+                return _split(await self._commit_again(flat), batches)
+        return _split(await self._commit_here(flat), batches)
+
+    async def _commit_again(self, flat: list[Op]) -> list[Result]:
+        """Commit here what a leader may or may not have committed (its answer never came).
+
+        Every operation but a release is safe to apply twice (peering.PeerUnreachable). A
+        release is not: it steps the receive count back, so a second one could undo the lease
+        of a receive made since with the same epoch. A release that may not have landed is
+        dropped; its lease runs out instead.
+        """
+        keep = [i for i, op in enumerate(flat) if not isinstance(op, Release)]
+        done = await self._commit_here([flat[i] for i in keep]) if keep else []
+        results: list[Result] = [False] * len(flat)
+        for i, result in zip(keep, done, strict=True):
+            results[i] = result
+        return results
+
+    async def _commit_here(self, flat: list[Op]) -> list[Result]:
+        """Apply `flat` in one compare-and-swap of this node's own; their results."""
         passed_over = self._peering.passed_over(self.clock.monotonic_s())
 
         def change(st: QueueState) -> Change[QueueState, Outcome]:
@@ -195,35 +246,39 @@ class Manifest:
         if out.changed:
             self._committed(out)
             self._stats["manifest_commit_ops"] += len(flat)
-        return _split(out.results, batches)
+        return out.results
 
-    async def _forward(self, ops: list[Op]) -> list[Result] | None:
-        """Have the queue's leader commit `ops`; their results, or None to commit them here."""
+    async def _forward(self, ops: list[Op]) -> list[Result] | Literal["here", "maybe"]:
+        """Have the queue's leader commit `ops`: their results; "here" to commit them here;
+        "maybe" when the leader was asked and did not answer (it may have committed them)."""
         st = self.cell.state
         peering = self._peering
         if st is None or st.attrs.fifo or not peering.enabled or not forwardable(ops):
-            return None
+            return "here"
         lead = leader(st, self.clock.now_ms())
         now_s = self.clock.monotonic_s()
         if lead is None or lead[0] == self._node_id or lead[0] == peering.passed_over(now_s):
-            return None
+            return "here"
+        if now_s - self._led_s < limits.commit_lead_ms / 1000:
+            return "here"  # others forward here: commit (and take the lead) rather than bounce
         assert peering.client is not None
         hints = self._hints(st) if any(isinstance(op, Lease) for op in ops) else []
         body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
         try:
-            reply = await peering.client.commit(lead[1], peering.scope, body)
+            async with asyncio.timeout(limits.peer_timeout_s):
+                reply = await peering.client.commit(lead[1], peering.scope, body)
             results, etag, data = decode_reply(reply)
             if len(results) != len(ops):
                 raise PeerUnreachable("forwarded commit answered the wrong number of results")
             state = self._codec.decode(data)
             self._codec.check(state)
-        except (PeerUnreachable, Unavailable) as err:
+        except (PeerUnreachable, Unavailable, TimeoutError) as err:
             self._stats["manifest_forward_failures"] += 1
             peering.pass_over(lead[0], self.clock.monotonic_s())
             log.info("leader of %s at %s: %s; committing here", self.name, lead[1], err)
-            return None
+            return "maybe"
         if state.incarnation != st.incarnation:
-            return None  # deleted and created again meanwhile: judged here, on a fresh read
+            return "maybe"  # deleted and created again meanwhile: judged here, on a fresh read
         self.cell.install(state, etag, data)
         self._stats["manifest_forwards"] += 1
         self._stats["manifest_forwarded_ops"] += len(ops)

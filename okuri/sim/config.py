@@ -45,6 +45,8 @@ STEADY_BATCH_MESSAGES_CHOICES = (5, 10)  # SendMessageBatch; fewer calls, cheape
 
 # The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
 FIFO_SHARE = 0.25
+# Seeds whose nodes forward commits to the queue's leader; the others all commit for themselves.
+PEERING_SHARE = 0.75
 FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight barely do
 # Chance that a producer sends an acknowledged message again with its deduplication id (on
 # purpose: the answer must name the first message); half of those go out twice at once,
@@ -85,6 +87,10 @@ class SimConfig:
     fifo: bool = False
     groups: int = 0
     p_resend: float = 0.0
+    # Nodes forward their commits to the queue's leader (okuri/engine/peering.py) over a
+    # simulated network that loses a forward, or its answer, with this probability.
+    peering: bool = False
+    p_peer_lost: float = 0.0
 
     @property
     def send_rate_per_s(self) -> float:
@@ -114,6 +120,13 @@ class SimConfig:
             retention_s=r.choice([4 * 86400, 4 * 86400, 4 * 86400, 60]),
             purges=r.choice([0, 0, 0, 1, 2]),
             fault_phase_s=30.0,
+        )
+        # Drawn from a generator of its own, so every seed keeps the shape it had before.
+        wire = random.Random(f"peering-{seed}")
+        chaos = dataclasses.replace(
+            chaos,
+            peering=wire.random() < PEERING_SHARE,
+            p_peer_lost=wire.choice([0.0, 0.02, 0.1]),
         )
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")

@@ -27,7 +27,7 @@ from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core.invariants import check_state
 from okuri.core.state import QueueAttrs, decode_state
-from okuri.engine import Engine, SendRequest, SendResult
+from okuri.engine import Engine, PeerUnreachable, SendRequest, SendResult
 from okuri.engine.types import Delivery
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation, check_history
@@ -94,6 +94,7 @@ class World:
         self.queue = FIFO_QUEUE if config.fifo else QUEUE
         self.dlq = FIFO_DLQ if config.fifo else f"{QUEUE}-dlq"
         self.receives = 0  # receive calls answered, to tell one call's deliveries from another's
+        self._wire_rng = random.Random(f"wire-{config.seed}")
 
     # --- nodes -------------------------------------------------------------------------------
 
@@ -108,7 +109,28 @@ class World:
             self.config.linger_ms,
             node_id=f"n{node.index}g{node.generation}",
         )
+        if self.config.peering:
+            node.engine.peering.client = self
+            node.engine.peering.url = f"sim://{node.index}"
         self.history.note(self.now(), f"start n{node.index}")
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        """The network between nodes (a PeerClient): a forwarded commit reaches the named
+        node if it is up, and the forward or its answer is lost now and then; a node that
+        crashes while committing it answers nothing."""
+        node = self.nodes[int(url.removeprefix("sim://"))]
+        hop_s = self.config.latency_ms / 10_000  # a network hop: a tenth of a store request
+        if node.engine is None or self._wire_rng.random() < self.config.p_peer_lost:
+            raise PeerUnreachable("refused, or lost on the way")
+        await asyncio.sleep(hop_s)
+        try:
+            reply = await self.call(lambda engine: engine.commit_for_peer(body), node)
+        except (NodeDown, OkuriError) as err:
+            raise PeerUnreachable(f"{type(err).__name__}: {err}") from err
+        if self._wire_rng.random() < self.config.p_peer_lost:
+            raise PeerUnreachable("the answer was lost")
+        await asyncio.sleep(hop_s)
+        return reply
 
     def crash(self, node: Node) -> None:
         if node.engine is None:

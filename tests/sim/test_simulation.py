@@ -6,9 +6,11 @@ import asyncio
 
 import pytest
 
-from okuri.core.transitions import Grant
+from okuri.core.transitions import Grant, Op, Result
 from okuri.engine.leases import Receiver
+from okuri.engine.manifest import Manifest
 from okuri.sim.checkers import check_history
+from okuri.sim.config import SimConfig
 from okuri.sim.history import Acked, Delivered, History, Purged, Sent
 from okuri.sim.loop import SimDeadlock, run_virtual
 from okuri.sim.runner import cli_main, describe, run_seed
@@ -76,6 +78,29 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
     # About one seed in twenty meets the race (a fast-clock node re-leasing and acking a message
     # another node holds ahead): 150 seeds miss it with odds of about 1 in 5,000.
     assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
+
+
+RELEASE_SEED = 100_900  # found by `okuri dst --seeds 2000 --start 100000`
+
+
+def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the simulator: a node forwards the release of leases it took ahead, the
+    leader applies it, the answer is lost, and the node commits it again by itself. A release
+    steps the receive count back, so the second one undid a lease made meanwhile with the same
+    epoch and the message went out twice with epoch 1. The engine now drops a release whose
+    forward went unanswered; re-applying it must fail this seed again."""
+    config = SimConfig.from_seed(RELEASE_SEED)
+    assert config.peering and config.p_peer_lost > 0
+    assert run_seed(RELEASE_SEED).ok
+
+    async def everything_again(self: Manifest, flat: list[Op]) -> list[Result]:
+        return await self._commit_here(flat)
+
+    monkeypatch.setattr(Manifest, "_commit_again", everything_again)
+    failed = run_seed(RELEASE_SEED)
+    assert not failed.ok and "epochs_unique" in describe(failed)
 
 
 def test_dst_command_replays_one_seed_and_runs_many(capsys: pytest.CaptureFixture[str]) -> None:

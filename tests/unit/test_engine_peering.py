@@ -4,6 +4,7 @@ one store where one commits for the other (the real HTTP hop is in tests/surface
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -140,6 +141,7 @@ class Wire:
         self.calls += 1
         if url in self.down:
             raise PeerUnreachable("connection refused")
+        await asyncio.sleep(0.001)  # the hop: both nodes' forwards are out at once
         return await self.nodes[url].commit_for_peer(body)
 
 
@@ -201,3 +203,25 @@ async def test_a_commit_forwarded_for_another_life_of_the_queue_is_refused(
     body = encode_request(CommitRequest(Q, "not-this-one", [Lease(1, 1_000)], []))
     with pytest.raises(PeerRequestInvalid):
         await a.commit_for_peer(body)
+
+
+async def test_two_nodes_that_take_each_other_for_the_leader_do_not_wait_on_each_other(
+    pair: tuple[Engine, Engine, Wire],
+) -> None:
+    """Caches apart, a names b the leader and b names a: each forwards to the other while its
+    own forward is out. Queued behind those forwards, both would wait for the timeout."""
+    a, b, _ = pair
+    await a.create_queue(Q)
+    await a.send(Q, [SendRequest(body=b"x"), SendRequest(body=b"y")])
+    await b.get_queue(Q)
+    for node, other in ((a, "b"), (b, "a")):
+        st = node.runtime(Q).state
+        assert st is not None
+        st.lead = (other, f"http://{other}", 2**62)
+    got = await asyncio.wait_for(
+        asyncio.gather(
+            a.receive(Q, 1, 30, 0, lease_ahead=False), b.receive(Q, 1, 30, 0, lease_ahead=False)
+        ),
+        limits.peer_timeout_s / 2,
+    )
+    assert sorted(d.message.body for batch in got for d in batch) == [b"x", b"y"]

@@ -248,3 +248,23 @@ def test_secrets_never_appear_in_repr_or_errors_or_the_store_description() -> No
     assert "very-secret" not in s.describe_store()
     assert s.describe_store() == "s3://b/ at AWS (region us-east-1)"
     assert "local directory" in Settings.load({}).describe_store()
+
+
+# --- where other nodes reach this one ----------------------------------------------------------
+
+
+def test_the_peer_url_is_a_url_or_off_and_derived_from_the_listener_when_unset() -> None:
+    from okuri.server.peers import advertised_url
+
+    assert Settings.load({}, flags()).peer_url is None
+    assert Settings.load({"OKURI_PEER_URL": "OFF"}, flags()).peer_url == "off"
+    given = Settings.load({"OKURI_PEER_URL": "http://node-2:8080/"}, flags())
+    assert given.peer_url == "http://node-2:8080"
+    assert "OKURI_PEER_URL" in load_error({"OKURI_PEER_URL": "node-2:8080"})
+    bound = ["http://127.0.0.1:41234"]
+    assert advertised_url(None, parse_address("127.0.0.1:0"), bound) == bound[0]
+    assert advertised_url("off", parse_address("127.0.0.1:0"), bound) == ""
+    assert advertised_url("http://lb:1", parse_address(":8080"), bound) == "http://lb:1"
+    derived = advertised_url(None, parse_address(":8080"), ["http://0.0.0.0:8080"])
+    assert derived.startswith("http://") and derived.endswith(":8080")
+    assert "0.0.0.0" not in derived
