@@ -226,7 +226,7 @@ class Manifest:
             adopts = self._adopt(st, flat)
             out = apply(st, now, [*adopts, *flat], token)
             out.results = out.results[len(adopts) :]
-            if out.changed and self._peering.enabled and not st.attrs.fifo:
+            if out.changed and self._peering.enabled:
                 take_lead(out.state, self._node_id, self._peering.url, now, passed_over)
             return Change(out.state if out.changed else None, out)
 
@@ -253,7 +253,7 @@ class Manifest:
         "maybe" when the leader was asked and did not answer (it may have committed them)."""
         st = self.cell.state
         peering = self._peering
-        if st is None or st.attrs.fifo or not peering.enabled or not forwardable(ops):
+        if st is None or not peering.enabled or not forwardable(ops):
             return "here"
         lead = leader(st, self.clock.now_ms())
         now_s = self.clock.monotonic_s()
@@ -262,7 +262,8 @@ class Manifest:
         if now_s - self._led_s < limits.commit_lead_ms / 1000:
             return "here"  # others forward here: commit (and take the lead) rather than bounce
         assert peering.client is not None
-        hints = self._hints(st) if any(isinstance(op, Lease) for op in ops) else []
+        wants_slots = not st.attrs.fifo and any(isinstance(op, Lease) for op in ops)
+        hints = self._hints(st) if wants_slots else []
         body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
         try:
             async with asyncio.timeout(limits.peer_timeout_s):

@@ -3,10 +3,12 @@
 A node whose queue has a leader elsewhere (okuri/core/leadership.py) sends the operations of
 its commit window to that node instead of compare-and-swapping the manifest itself; the leader
 applies them in its own next commit and answers their results with the manifest it wrote, so
-the follower's cache is as fresh as a read would have made it. Only a standard queue's
-per-message operations travel (leases, deletes, visibility changes, dead-letter marks,
-releases): anything rarer is committed where it was asked. With the operations go the slots the
-follower knows past the cursor, so the leader adopts them without reading them.
+the follower's cache is as fresh as a read would have made it. Only per-message operations
+travel (leases, deletes, visibility changes, dead-letter marks, releases, and a FIFO send's
+wait for its slot to be adopted): anything rarer is committed where it was asked. With a
+standard queue's operations go the slots the follower knows past the cursor, so the leader
+adopts them without reading them; a FIFO queue's leader reads what it adopts itself, since
+judging duplicates needs every id in the deduplication window.
 
 Nothing here opens a connection: the server supplies a `PeerClient`. Without one (the
 simulator, an embedded engine) every node commits for itself, as before.
@@ -30,12 +32,13 @@ from okuri.core.transitions import (
     LeaseResult,
     MarkDead,
     Op,
+    Reach,
     Release,
     Result,
 )
 from okuri.errors import OkuriError
 
-FORWARDED = (Lease, Ack, ChangeVisibility, MarkDead, Release)
+FORWARDED = (Lease, Ack, ChangeVisibility, MarkDead, Release, Reach)
 
 
 class PeerUnreachable(OkuriError):
@@ -116,6 +119,8 @@ def _op_json(op: Op) -> list[Any]:
             return ["D", op.seq, op.idx, op.epoch, op.incarnation]
         case Release():
             return ["R", op.seq, op.idx, op.epoch, op.incarnation]
+        case Reach():
+            return ["H", op.seq]
     raise ValueError(f"not forwarded: {op!r}")
 
 
@@ -156,6 +161,8 @@ def _op(raw: list[Any]) -> Op:
         if kind == "D":
             return MarkDead(seq, idx, epoch, inc)
         return Release(seq, idx, epoch, inc)
+    if kind == "H" and len(a) == 1:
+        return Reach(_int(a[0]))
     if kind == "V" and len(a) == 5:
         return ChangeVisibility(_int(a[0]), _int(a[1]), _int(a[2]), _int(a[4]), _str(a[3]))
     raise ValueError(f"unknown operation {kind!r}")

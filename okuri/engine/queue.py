@@ -29,6 +29,7 @@ from okuri.core.transitions import (
     Counts,
     Outcome,
     Purge,
+    Reach,
     Result,
     SetAttributes,
     VisibilityResult,
@@ -41,7 +42,7 @@ from okuri.engine.manifest import Manifest
 from okuri.engine.peering import CommitRequest, Peering, PeerRequestInvalid
 from okuri.engine.retry import retrying
 from okuri.engine.sending import Sender
-from okuri.engine.slot_log import SlotLog
+from okuri.engine.slot_log import SlotLog, wanted_messages
 from okuri.engine.tasks import Tasks
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
@@ -189,8 +190,17 @@ class Queue:
             if st.incarnation != req.incarnation:
                 raise PeerRequestInvalid("the queue was deleted and created again")
         if st.attrs.fifo:
-            raise PeerRequestInvalid("a FIFO queue's commits are not forwarded")
-        self.slots.take_hints(st, req.slots)
+            # Adopting judges duplicates against every id of the window: read what is needed,
+            # as this node does before its own receives and FIFO sends.
+            wanted = wanted_messages(req.ops)
+            await self.slots.catch_up(st, wanted)
+            reach = max((op.seq for op in req.ops if isinstance(op, Reach)), default=-1)
+            if reach >= st.next_seq:
+                await self.slots.reach(reach)
+            if wanted:
+                await self.slots.discover(wanted, paced=True)
+        else:
+            self.slots.take_hints(st, req.slots)
         return await self.manifest.commit_for_peer(req.ops)
 
     # --- whole-queue operations --------------------------------------------------------------

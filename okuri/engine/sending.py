@@ -159,10 +159,18 @@ class Sender:
         raise Unavailable(f"slot {seq} of {self.manifest.name!r} was not adopted in time")
 
     def _fifo_result(self, st: QueueState, message: Message, seq: int, idx: int) -> SendResult:
-        if not st.dups.get(seq, 0) >> idx & 1:
-            return SendResult(message.id, message.sent_ms, False, sequence_number(seq, idx))
         assert message.dedup_key is not None
         first = self.slots.dedup.original(message.dedup_key)
+        if not st.dups.get(seq, 0) >> idx & 1:
+            # No verdict says duplicate. A slot a purge stepped over was never judged, though:
+            # the window's fold judged it as adoption would have, and an earlier original it
+            # found is what SQS would have answered (the purge took this copy either way).
+            earlier = first is not None and (first.seq, first.idx) < (seq, idx)
+            if not earlier or first is None or first.message_id == message.id:
+                return SendResult(message.id, message.sent_ms, False, sequence_number(seq, idx))
+            return SendResult(
+                first.message_id, message.sent_ms, True, sequence_number(first.seq, first.idx)
+            )
         if first is None:  # the original left the window meanwhile: it was sent 5 minutes ago
             return SendResult(message.id, message.sent_ms, True, sequence_number(seq, idx))
         return SendResult(

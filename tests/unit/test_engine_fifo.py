@@ -226,6 +226,33 @@ async def test_purge_drops_adopted_slots_not_yet_loaded(make_node: MakeNode) -> 
     assert await bodies(node) == ["after"]
 
 
+async def test_a_send_whose_slot_a_purge_stepped_over_answers_the_earlier_original(
+    make_node: MakeNode,
+) -> None:
+    """Found by the simulator (seed 200366): a resend landed in a slot that a purge stepped
+    over before any node adopted it, so no verdict was recorded, and it answered its own id
+    where SQS answers the original's."""
+    a, b = make_node(), make_node()
+    await a.create_queue(Q, FIFO)
+    first = await a.send_one(Q, req("m0"))
+    rt = b.runtime(Q)
+    resend = rt.sender._fifo_message(FIFO, req("m0-again", dedup="m0"), first.sent_ms + 1)
+    seq, idx = await rt.slots.append(resend)  # written, not yet adopted
+    await a.purge(Q)  # steps over that slot
+    st = await rt.sender._adopted(seq)
+    assert seq < st.next_seq and seq not in st.segments
+    answer = rt.sender._fifo_result(st, resend, seq, idx)
+    assert answer.duplicate and answer.message_id == first.message_id
+    assert answer.sequence_number == first.sequence_number
+    # An original in a stepped-over slot (its key seen first there) answers its own id.
+    lone = rt.sender._fifo_message(FIFO, req("lone"), first.sent_ms + 2)
+    seq, idx = await rt.slots.append(lone)
+    await a.purge(Q)
+    st = await rt.sender._adopted(seq)
+    mine = rt.sender._fifo_result(st, lone, seq, idx)
+    assert not mine.duplicate and mine.message_id == lone.id
+
+
 async def test_dead_letters_redriven_and_dead_lettered_again_are_never_taken_for_duplicates(
     make_node: MakeNode,
 ) -> None:

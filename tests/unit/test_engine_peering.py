@@ -225,3 +225,22 @@ async def test_two_nodes_that_take_each_other_for_the_leader_do_not_wait_on_each
         limits.peer_timeout_s / 2,
     )
     assert sorted(d.message.body for batch in got for d in batch) == [b"x", b"y"]
+
+
+async def test_a_fifo_follower_sends_and_receives_through_the_leader_in_order_and_deduplicated(
+    pair: tuple[Engine, Engine, Wire],
+) -> None:
+    a, b, _ = pair
+    name = "jobs.fifo"
+    await a.create_queue(name)
+    await a.send(name, [SendRequest(body=b"lead", group_id="g0", dedup_id="lead")])
+    assert len(await a.receive(name, 1, 30, 0)) == 1  # a commits, and so takes the lead
+    batch = [SendRequest(body=f"m{i}".encode(), group_id="g1", dedup_id=f"d{i}") for i in range(4)]
+    first = await b.send(name, batch)
+    again = await b.send(name, [SendRequest(body=b"m0 again", group_id="g1", dedup_id="d0")])
+    assert not isinstance(again[0], Exception) and not isinstance(first[0], Exception)
+    assert again[0].duplicate and again[0].message_id == first[0].message_id
+    got = await b.receive(name, 10, 30, 0)
+    assert [d.message.body for d in got] == [b"m0", b"m1", b"m2", b"m3"]
+    assert await b.ack(name, [d.receipt_handle for d in got]) == ["acked"] * 4
+    assert b.stats["manifest_forwards"] >= 3 and b.stats["manifest_cas_attempts"] == 0
