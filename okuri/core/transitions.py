@@ -424,7 +424,12 @@ def _release(st: QueueState, op: Release) -> bool:
     seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation)
     if isinstance(seg, str):
         return False
-    receives, _until, first_ms = seg.leases[op.idx]
+    receives, until_ms, first_ms = seg.leases[op.idx]
+    if until_ms == 0:
+        # Released already: a node can hold two leases of one message taken ahead (the first
+        # ran out and its next lease took the message again) and hand both back at once; the
+        # older one must not step the count back a second time (simulator seed 400231).
+        return False
     seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
     return True
 

@@ -501,6 +501,21 @@ def test_release_with_a_stale_epoch_is_refused() -> None:
     assert not out.changed
 
 
+def test_two_leases_of_one_message_handed_back_together_step_back_once() -> None:
+    """Simulator seed 400231: a node held two leases of one message taken ahead (the first ran
+    out and the next lease took the message again) and released both in one commit; the older
+    release stepped the count back a second time, which the invariants refuse."""
+    st, first = lease(adopt(fresh(), 1), T0, vis=1_000)
+    st, second = lease(st, T0 + 1_000, vis=1_000)
+    older, newer = first.granted[0], second.granted[0]
+    assert (older.epoch, newer.epoch) == (1, 2)
+    ops = [Release(newer.seq, newer.idx, newer.epoch), Release(older.seq, older.idx, older.epoch)]
+    out = step(st, T0 + 1_001, *ops)
+    assert out.results == [True, False]
+    assert out.state.segments[0].leases[0] == (1, 0, T0)
+    check_step(st, out.state)
+
+
 # --- retention -------------------------------------------------------------------------------
 
 
