@@ -14,7 +14,8 @@ answered (closed loop): a producer sends batches of ten, a consumer receives up 
 poll) and deletes them. Offered load therefore grows with the node count. Producers stop after
 `DURATION_S` of simulated time (and `MESSAGES_PER_PRODUCER_MAX` messages), consumers once
 everything sent was deleted (at most `DRAIN_S_MAX` later), so every message is billed for its
-whole life. No faults; every clock is true; linger is the S3 default.
+whole life. No faults; every clock is true; linger is the S3 default. Nodes forward their
+commits to the queue's leader (okuri/core/leadership.py) over a network of 0.5 ms hops.
 
 Latency model (S3 Standard-like): lognormal, median 20 ms for reads and 35 ms for writes, sigma
 0.5 (p99 about 3.2 times the median, so the tail reaches 60 to 110 ms).
@@ -67,6 +68,7 @@ MESSAGES_PER_PRODUCER_MAX = 50_000
 DRAIN_S_MAX = 60.0
 LATENCY = LatencyModel(read_ms_median=20.0, write_ms_median=35.0)
 QUEUE = "scaleout"
+PEER_HOP_S = 0.0005  # a request between nodes in one region, each way
 
 
 class CasTally(ForwardingStore):
@@ -91,6 +93,20 @@ class CasTally(ForwardingStore):
         return etag
 
 
+class _Wire:
+    """The network between the simulated nodes: a commit forwarded to a queue's leader
+    (okuri/engine/peering.py) reaches it after one hop each way."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Engine] = {}
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        await asyncio.sleep(PEER_HOP_S)
+        reply = await self.nodes[url].commit_for_peer(body)
+        await asyncio.sleep(PEER_HOP_S)
+        return reply
+
+
 @dataclass
 class _Node:
     counting: CountingStore
@@ -108,11 +124,14 @@ class _Totals:
 async def _run(nodes: int, duration_s: float, seed: int) -> dict[str, Any]:
     memory = LATENCY.store("scaleout", seed)
     cluster = []
+    wire = _Wire()
     for i in range(nodes):
         counting = CountingStore(memory)
         tally = CasTally(counting)
         clock = LoopClock(EPOCH_MS, random.Random(f"scaleout-{seed}-n{i}"))
         engine = Engine(tally, clock, limits.linger_ms_default, node_id=f"n{i}")
+        engine.peering.client, engine.peering.url = wire, f"sim://n{i}"
+        wire.nodes[engine.peering.url] = engine
         cluster.append(_Node(counting, tally, engine))
     await cluster[0].engine.create_queue(QUEUE)
     for node in cluster:
