@@ -8,10 +8,14 @@ three and nothing below imports back.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import gc
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from okuri.core.invariants import InvariantViolation
 from okuri.sim.chaos import ChaosLoad
 from okuri.sim.checkers import Violation
 from okuri.sim.config import SimConfig
@@ -34,11 +38,28 @@ class RunResult:
 
 
 async def simulate(config: SimConfig) -> RunResult:
-    """One run: the cluster set up, the seed's workload through the fault and liveness phases."""
+    """One run: the cluster set up, the seed's workload through the fault and liveness phases.
+
+    A manifest write the invariants refused is a bug even when every checker passes: the
+    refusal fails the operations of that commit (in a background task, nobody sees it), so it
+    fails the run too.
+    """
+    refused: list[str] = []
+
+    def on_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        err = context.get("exception")
+        if isinstance(err, InvariantViolation):
+            refused.append(str(err))
+        else:
+            loop.default_exception_handler(context)
+
+    asyncio.get_running_loop().set_exception_handler(on_error)
     world = World(config)
     await world.setup()
     load = SteadyLoad(world) if config.steady else ChaosLoad(world)
     violations = await load.run()
+    gc.collect()  # tasks that failed unobserved report as they are collected
+    violations += [Violation("invariant_refused", text) for text in refused[:5]]
     return RunResult(config, violations, world.history, world.store.counts.snapshot())
 
 

@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
-from okuri.core.transitions import Grant, Op, Result
+from okuri.core import transitions
+from okuri.core.state import QueueState
+from okuri.core.transitions import Grant, Op, Release, Result
 from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
 from okuri.sim.checkers import check_history
@@ -101,6 +103,26 @@ def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
     monkeypatch.setattr(Manifest, "_commit_again", everything_again)
     failed = run_seed(RELEASE_SEED)
     assert not failed.ok and "epochs_unique" in describe(failed)
+
+
+def test_a_manifest_write_the_invariants_refuse_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 400231 once released two leases of one message in one commit; the invariants
+    refused that write inside a background task, which no checker saw. The run must fail."""
+    assert run_seed(400_231).ok
+
+    def release_twice(st: QueueState, op: Release) -> bool:
+        seg = transitions._holder(st, op.seq, op.idx, op.epoch, op.incarnation)
+        if isinstance(seg, str):
+            return False
+        receives, _until, first_ms = seg.leases[op.idx]
+        seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
+        return True
+
+    monkeypatch.setattr(transitions, "_release", release_twice)
+    failed = run_seed(400_231)
+    assert not failed.ok and "invariant_refused" in describe(failed)
 
 
 def test_dst_command_replays_one_seed_and_runs_many(capsys: pytest.CaptureFixture[str]) -> None:
