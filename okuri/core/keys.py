@@ -2,6 +2,8 @@
 
     m/{queue}                         the queue's manifest (the single authority, CAS-advanced)
     s/{queue}/{incarnation}/{seq:016x} immutable segment in slot `seq` (create-only)
+    a/{queue}/{digest}                the receipts a FIFO receive answered under a
+                                      ReceiveRequestAttemptId (okuri/engine/attempts.py)
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -15,6 +17,7 @@ import re
 SLOT = re.compile(r"^[0-9a-f]{16}$")
 MANIFESTS = "m/"
 SEGMENTS = "s/"
+RECEIVE_ATTEMPTS = "a/"
 
 
 def manifest(queue: str) -> str:
@@ -45,3 +48,11 @@ def parse_segment(key: str) -> tuple[str, str, int] | None:
     if len(parts) != 3 or not SLOT.match(parts[2]):
         return None
     return parts[0], parts[1], int(parts[2], 16)
+
+
+def receive_attempts_of_queue(queue: str) -> str:
+    return f"{RECEIVE_ATTEMPTS}{queue}/"
+
+
+def receive_attempt(queue: str, digest: str) -> str:
+    return f"{receive_attempts_of_queue(queue)}{digest}"

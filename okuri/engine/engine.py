@@ -186,6 +186,18 @@ class Engine:
             raise InvalidArgument("WaitTimeSeconds must be 0 to 20", "WaitTimeSeconds")
         return await self.runtime(name).receive(max_messages, visibility_s, wait_s, lease_ahead)
 
+    async def remember_receive(
+        self, name: str, attempt: str, deliveries: Sequence[Delivery], keep_s: int
+    ) -> None:
+        """Record what a receive made with ReceiveRequestAttemptId `attempt` answered, so a
+        retry on any node gets it again while it stays in flight (okuri/engine/attempts.py)."""
+        await self.runtime(name).remember_receive(attempt, deliveries, keep_s)
+
+    async def recall_receive(self, name: str, attempt: str) -> list[Delivery] | None:
+        """What the receive first made with `attempt` answered and is still in flight, if any;
+        their visibility timeout starts over, as SQS does for a retried receive."""
+        return await self.runtime(name).recall_receive(attempt)
+
     async def ack(
         self, name: str, receipt_handles: Sequence[str]
     ) -> list[AckResult | ReceiptHandleInvalid]:

@@ -35,6 +35,7 @@ from okuri.core.transitions import (
     VisibilityResult,
     counts,
 )
+from okuri.engine.attempts import ReceiveAttempts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.finishing import Finisher, SendToFn
 from okuri.engine.leases import Receiver
@@ -106,6 +107,7 @@ class Queue:
             self.finisher.dead_letter,
         )
         self.sender = Sender(node.clock, self.manifest, self.slots)
+        self.attempts = ReceiveAttempts(name, node.store, node.clock, self.manifest, self.slots)
 
     # --- wiring ------------------------------------------------------------------------------
 
@@ -172,6 +174,19 @@ class Queue:
         if self.clock.monotonic_s() - self._last_sweep_s >= limits.sweep_interval_s:
             self.tasks.spawn(self.sweep_quietly())
         return await self.receiver.receive(max_messages, visibility_s, wait_s, lease_ahead)
+
+    async def remember_receive(
+        self, attempt: str, deliveries: Sequence[Delivery], keep_s: int
+    ) -> None:
+        await self.attempts.remember(attempt, deliveries, keep_s)
+
+    async def recall_receive(self, attempt: str) -> list[Delivery] | None:
+        found = await self.attempts.recall(attempt)
+        if found is None:
+            return None
+        deliveries, vis_s = found
+        await self.finisher.change_visibility([(d.receipt_handle, vis_s) for d in deliveries])
+        return deliveries
 
     async def ack(self, handles: Sequence[str]) -> list[AckResult | ReceiptHandleInvalid]:
         return await self.finisher.ack(handles)
@@ -273,7 +288,12 @@ class Queue:
             after = page[-1]
             if len(page) < 1000:
                 break
-        return deleted
+        try:
+            gone = False
+            await self.refresh()
+        except QueueDoesNotExist:
+            gone = True
+        return deleted + await self.attempts.sweep(everything=gone)
 
     def unadopted_slots(self) -> int | None:
         """Slots known to be written past the cached manifest's cursor (None: never read)."""

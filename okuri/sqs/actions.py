@@ -36,7 +36,6 @@ from okuri.sqs.errors import (
     queue_does_not_exist,
     queue_name_exists,
 )
-from okuri.sqs.receive_attempts import ReceiveAttempts
 
 BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COUNT_ATTRIBUTES = frozenset(
@@ -86,7 +85,6 @@ class SqsActions:
         self.account_id = account_id
         self.public_url = public_url.rstrip("/") if public_url else None
         self.url_region = url_region
-        self.attempts = ReceiveAttempts()
         self._handlers: dict[str, Handler] = {
             "CreateQueue": self.create_queue,
             "GetQueueUrl": self.get_queue_url,
@@ -378,17 +376,27 @@ class SqsActions:
             if not attrs.fifo:
                 attempt = None  # applies to FIFO queues only; SQS ignores it elsewhere
             else:
-                seen = self.attempts.get(name, attempt, self.engine.clock.monotonic_s())
-                if seen is not None:
-                    return seen
+                # A retry of a receive whose answer was lost, on this node or another.
+                again = await self.engine.recall_receive(name, attempt)
+                if again:
+                    return self._rendered(again, name, system_names, user_names)
         deliveries = await self.engine.receive(name, max_messages, visibility, wait)
         if not deliveries:
             return {}
-        out = {"Messages": [self._render(d, name, system_names, user_names) for d in deliveries]}
+        out = self._rendered(deliveries, name, system_names, user_names)
         if attempt is not None:
             vis = visibility if visibility is not None else attrs.visibility_timeout_s
-            self.attempts.put(name, attempt, out, self.engine.clock.monotonic_s(), vis)
+            await self.engine.remember_receive(name, attempt, deliveries, vis)
         return out
+
+    def _rendered(
+        self,
+        deliveries: Sequence[Delivery],
+        queue: str,
+        system_names: Sequence[str],
+        user_names: Sequence[str],
+    ) -> dict[str, Any]:
+        return {"Messages": [self._render(d, queue, system_names, user_names) for d in deliveries]}
 
     def _render(
         self, d: Delivery, queue: str, system_names: Sequence[str], user_names: Sequence[str]

@@ -71,3 +71,33 @@ def test_a_forward_without_the_deployments_signature_is_refused(tmp_path: Path) 
         assert server.request("POST", PATH, body, stale).status == 403
     finally:
         assert server.terminate() == 0
+
+
+def test_a_receive_retried_on_another_node_gets_the_same_answer(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = start_server(tmp_path / "a", {"OKURI_DATA_DIR": str(data)})
+    b = start_server(tmp_path / "b", {"OKURI_DATA_DIR": str(data)})
+    try:
+        sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
+        url = sqs_a.create_queue(
+            QueueName="retried.fifo",
+            Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+        )["QueueUrl"]
+        for i in range(3):
+            sqs_a.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageGroupId="g")
+        first = sqs_a.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
+        )["Messages"]
+        retried = sqs_b.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
+        )["Messages"]
+        assert [m["Body"] for m in retried] == ["m0", "m1"]
+        assert [m["ReceiptHandle"] for m in retried] == [m["ReceiptHandle"] for m in first]
+        # Another attempt gets nothing: the group is held by the messages in flight.
+        other = sqs_b.receive_message(QueueUrl=url, ReceiveRequestAttemptId="other")
+        assert other.get("Messages", []) == []
+    finally:
+        b.terminate()
+        a.terminate()

@@ -7,6 +7,7 @@ see (sends, receives, acks) and on the bucket's objects.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -270,3 +271,49 @@ async def test_dead_letters_redriven_and_dead_lettered_again_are_never_taken_for
         assert await node.redrive(dlq) == 1
     (back,) = await node.receive(Q, 1, 30, 0)
     assert back.message.id == sent.message_id and back.message.body == b"poison"
+
+
+async def test_a_receive_attempt_is_answered_again_on_another_node_while_in_flight(
+    make_node: MakeNode, store: MemoryStore
+) -> None:
+    a, b = make_node(), make_node()
+    await a.create_queue(Q, FIFO)
+    for i in range(3):
+        await a.send_one(Q, req(f"m{i}"))
+    got = await a.receive(Q, 3, 30, 0)
+    await a.remember_receive(Q, "try-1", got, 30)
+    again = await b.recall_receive(Q, "try-1")
+    assert again is not None
+    assert [d.receipt_handle for d in again] == [d.receipt_handle for d in got]
+    assert [d.message.body for d in again] == [b"m0", b"m1", b"m2"]
+    assert [d.sequence_number for d in again] == [d.sequence_number for d in got]
+    assert await b.recall_receive(Q, "try-2") is None  # another attempt id
+    await b.ack(Q, [got[0].receipt_handle])
+    rest = await a.recall_receive(Q, "try-1")
+    assert rest is not None and [d.message.body for d in rest] == [b"m1", b"m2"]
+    await a.change_visibility(Q, [(d.receipt_handle, 0) for d in got[1:]])
+    assert await b.recall_receive(Q, "try-1") is None  # nothing left in flight under it
+    # The record runs out with the deduplication window at most, and the sweep takes it.
+    records = await store.list(keys.receive_attempts_of_queue(Q))
+    assert len(records) == 1
+    await a.remember_receive(Q, "short", got[1:], 0)  # keeps nothing for no time
+    assert await store.list(keys.receive_attempts_of_queue(Q)) == records
+    await a.delete_queue(Q)
+    await a.sweep(Q)
+    assert await store.list(keys.receive_attempts_of_queue(Q)) == []
+
+
+async def test_a_retried_receive_starts_the_visibility_timeout_over(make_node: MakeNode) -> None:
+    """As SQS does; one second of visibility, so this test takes about 1.3 s."""
+    a, b = make_node(), make_node()
+    await a.create_queue(Q, FIFO)
+    await a.send_one(Q, req("m0"))
+    got = await a.receive(Q, 1, 1, 0)
+    await a.remember_receive(Q, "try", got, 1)
+    await asyncio.sleep(0.65)
+    again = await b.recall_receive(Q, "try")
+    assert again is not None and again[0].receipt_handle == got[0].receipt_handle
+    await asyncio.sleep(0.65)  # past the first receive's second, within the retry's
+    assert await b.receive(Q, 1, 30, 0) == []
+    await asyncio.sleep(0.5)
+    assert [d.message.body for d in await b.receive(Q, 1, 30, 0)] == [b"m0"]
