@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from okuri import limits
+from okuri.core.state import Lease as LeaseTuple
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
 # --- operations ------------------------------------------------------------------------------
@@ -449,6 +450,14 @@ class Counts:
             self.in_flight + other.in_flight,
             self.delayed + other.delayed,
         )
+
+
+def current_lease(st: QueueState, seq: int, idx: int) -> LeaseTuple | None:
+    """The lease of an unfinished message (receives, until_ms, first_receive_ms), if any."""
+    seg = st.segments.get(seq)
+    if seg is None or idx >= seg.count or seg.is_done(idx):
+        return None
+    return seg.leases.get(idx)
 
 
 def counts(st: QueueState, now_ms: int) -> Counts:

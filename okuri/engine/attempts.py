@@ -22,8 +22,8 @@ import orjson
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.message import sequence_number
 from okuri.core.receipts import Receipt
+from okuri.core.transitions import Grant, current_lease
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import retrying
 from okuri.engine.slot_log import SlotLog
@@ -91,24 +91,16 @@ class ReceiveAttempts:
         if until_ms <= now:
             return None
         st = await self.manifest.refresh()  # a lease judged on a stale copy could be another's
-        out: list[Delivery] = []
+        grants: list[Grant] = []
         for handle in handles:
             try:
                 r = Receipt.decode(handle)
             except ReceiptHandleInvalid:
                 continue
-            seg_state = st.segments.get(r.seq)
-            if r.incarnation != st.incarnation or seg_state is None or seg_state.is_done(r.idx):
-                continue
-            lease = seg_state.leases.get(r.idx)
-            if lease is None or lease[0] != r.epoch or lease[1] <= now:
-                continue  # received again since, or no longer in flight
-            seg = await self.slots.segment_for(st, r.seq)
-            if seg is None or r.idx >= len(seg.messages):
-                continue
-            m = seg.messages[r.idx]
-            number = sequence_number(r.seq, r.idx) if st.attrs.fifo else None
-            out.append(Delivery(m, handle, m.receives_before + r.epoch, lease[2], number))
+            lease = current_lease(st, r.seq, r.idx) if r.incarnation == st.incarnation else None
+            if lease is not None and lease[0] == r.epoch and lease[1] > now:
+                grants.append(Grant(r.seq, r.idx, r.epoch, lease[2]))  # still in flight under it
+        out = await self.slots.deliveries(st, grants)
         return (out, vis_s) if out else None
 
     async def sweep(self, everything: bool = False) -> int:

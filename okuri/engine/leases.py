@@ -21,7 +21,16 @@ from typing import Any
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core.state import QueueState
-from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, counts, next_expiry_ms
+from okuri.core.transitions import (
+    Grant,
+    Lease,
+    LeaseResult,
+    Op,
+    Release,
+    counts,
+    current_lease,
+    next_expiry_ms,
+)
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.engine.tasks import Tasks
@@ -36,6 +45,10 @@ def _group_of(st: QueueState, grant: Grant) -> str:
     if seg is None or seg.groups is None or grant.idx >= len(seg.groups):
         return ""
     return seg.groups[grant.idx]
+
+
+def _epoch_of(lease: tuple[int, int, int] | None) -> int:
+    return lease[0] if lease is not None else 0
 
 
 @dataclass(slots=True)
@@ -239,13 +252,7 @@ class Receiver:
         message since; handing out our older lease now would deliver it after its ack.
         """
         st = await self.manifest.refresh()
-        kept = []
-        for g in grants:
-            seg = st.segments.get(g.seq)
-            lease = seg.leases.get(g.idx) if seg is not None and not seg.is_done(g.idx) else None
-            if lease is not None and lease[0] == g.epoch:
-                kept.append(g)
-        return kept
+        return [g for g in grants if _epoch_of(current_lease(st, g.seq, g.idx)) == g.epoch]
 
     # --- handing leases back -----------------------------------------------------------------
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from okuri.server.peers import PATH, SIGNATURE
 from tests.servers import ServerProcess, start_server
@@ -17,47 +20,56 @@ def _event(server: ServerProcess, name: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def test_a_second_node_commits_through_the_leader(tmp_path: Path) -> None:
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two real servers on one data directory; both stopped after the test."""
     data = tmp_path / "data"
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    a = start_server(tmp_path / "a", {"OKURI_DATA_DIR": str(data)})
-    b = start_server(tmp_path / "b", {"OKURI_DATA_DIR": str(data)})
+    nodes = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        nodes.append(start_server(tmp_path / name, {"OKURI_DATA_DIR": str(data)}))
     try:
-        sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
-        url = sqs_a.create_queue(QueueName="peered")["QueueUrl"]
-        sqs_a.send_message(QueueUrl=url, MessageBody="first")
-        assert len(sqs_a.receive_message(QueueUrl=url).get("Messages", [])) == 1  # a leads
-        sent = set()
-        for i in range(5):
-            entries = [{"Id": str(j), "MessageBody": f"{i}-{j}"} for j in range(10)]
-            assert not sqs_b.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
-            sent.update(e["MessageBody"] for e in entries)
-        got: set[str] = set()
-        for _ in range(40):
-            reply = sqs_b.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=1
-            )
-            msgs = reply.get("Messages", [])
-            got.update(m["Body"] for m in msgs)
-            if msgs:
-                entries = [{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in
-                           enumerate(msgs)]
-                deleted = sqs_b.delete_message_batch(QueueUrl=url, Entries=entries)
-                assert not deleted.get("Failed")
-            if got >= sent:
-                break
-        assert got >= sent
-        assert _event(b, "manifest_forwards") > 0
-        assert _event(a, "peer_commit_ops") > 0
-        assert _event(b, "manifest_forward_failures") == 0
-        # Nothing is left but the first message, leased through a.
-        attrs = sqs_a.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-        assert attrs["ApproximateNumberOfMessages"] == "0"
-        assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"
+        yield nodes[0], nodes[1]
     finally:
-        b.terminate()
-        a.terminate()
+        for node in reversed(nodes):
+            node.terminate()
+
+
+def test_a_second_node_commits_through_the_leader(
+    two_nodes: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = two_nodes
+    sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
+    url = sqs_a.create_queue(QueueName="peered")["QueueUrl"]
+    sqs_a.send_message(QueueUrl=url, MessageBody="first")
+    assert len(sqs_a.receive_message(QueueUrl=url).get("Messages", [])) == 1  # a leads
+    sent = set()
+    for i in range(5):
+        entries = [{"Id": str(j), "MessageBody": f"{i}-{j}"} for j in range(10)]
+        assert not sqs_b.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
+        sent.update(e["MessageBody"] for e in entries)
+    got: set[str] = set()
+    for _ in range(40):
+        reply = sqs_b.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=1
+        )
+        msgs = reply.get("Messages", [])
+        got.update(m["Body"] for m in msgs)
+        if msgs:
+            entries = [{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in
+                       enumerate(msgs)]
+            deleted = sqs_b.delete_message_batch(QueueUrl=url, Entries=entries)
+            assert not deleted.get("Failed")
+        if got >= sent:
+            break
+    assert got >= sent
+    assert _event(b, "manifest_forwards") > 0
+    assert _event(a, "peer_commit_ops") > 0
+    assert _event(b, "manifest_forward_failures") == 0
+    # Nothing is left but the first message, leased through a.
+    attrs = sqs_a.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessages"] == "0"
+    assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"
 
 
 def test_a_forward_without_the_deployments_signature_is_refused(tmp_path: Path) -> None:
@@ -73,31 +85,25 @@ def test_a_forward_without_the_deployments_signature_is_refused(tmp_path: Path) 
         assert server.terminate() == 0
 
 
-def test_a_receive_retried_on_another_node_gets_the_same_answer(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    a = start_server(tmp_path / "a", {"OKURI_DATA_DIR": str(data)})
-    b = start_server(tmp_path / "b", {"OKURI_DATA_DIR": str(data)})
-    try:
-        sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
-        url = sqs_a.create_queue(
-            QueueName="retried.fifo",
-            Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
-        )["QueueUrl"]
-        for i in range(3):
-            sqs_a.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageGroupId="g")
-        first = sqs_a.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
-        )["Messages"]
-        retried = sqs_b.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
-        )["Messages"]
-        assert [m["Body"] for m in retried] == ["m0", "m1"]
-        assert [m["ReceiptHandle"] for m in retried] == [m["ReceiptHandle"] for m in first]
-        # Another attempt gets nothing: the group is held by the messages in flight.
-        other = sqs_b.receive_message(QueueUrl=url, ReceiveRequestAttemptId="other")
-        assert other.get("Messages", []) == []
-    finally:
-        b.terminate()
-        a.terminate()
+def test_a_receive_retried_on_another_node_gets_the_same_answer(
+    two_nodes: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = two_nodes
+    sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
+    url = sqs_a.create_queue(
+        QueueName="retried.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+    for i in range(3):
+        sqs_a.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageGroupId="g")
+    first = sqs_a.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
+    )["Messages"]
+    retried = sqs_b.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=2, ReceiveRequestAttemptId="lost-answer"
+    )["Messages"]
+    assert [m["Body"] for m in retried] == ["m0", "m1"]
+    assert [m["ReceiptHandle"] for m in retried] == [m["ReceiptHandle"] for m in first]
+    # Another attempt gets nothing: the group is held by the messages in flight.
+    other = sqs_b.receive_message(QueueUrl=url, ReceiveRequestAttemptId="other")
+    assert other.get("Messages", []) == []
