@@ -31,7 +31,10 @@ COPY pyproject.toml README.md /src/
 COPY okuri /src/okuri
 RUN pip install /src && rm -rf /src
 WORKDIR /var/lib/okuri
-ENV OKURI_DATA_DIR=/var/lib/okuri/data
+# okuri binds loopback unless told otherwise; in a container, every interface is what -p reaches.
+ENV OKURI_DATA_DIR=/var/lib/okuri/data \
+    OKURI_LISTEN=0.0.0.0:8080 \
+    OKURI_HEALTH_LISTEN=0.0.0.0:9090
 USER 10001:10001
 EXPOSE 8080 9090
 CMD ["okuri", "serve"]

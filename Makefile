@@ -4,17 +4,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test test-fast check lint install dst bench-cost bench-sqs bench-cluster record clients
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients
+
+RUNTIME := $(VENV)/.runtime
+
+# `make serve` needs only okuri's runtime dependencies; the test toolchain comes with `make test`.
+$(RUNTIME): pyproject.toml
+	@echo "Installing okuri and its runtime dependencies into $(VENV) (first run only)..."
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e .
+	@touch $@
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "Installing okuri with its test and lint toolchain into $(VENV) (first run only)..."
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-serve: $(STAMP)
+serve: $(RUNTIME)
 	$(BIN)/okuri serve
 
 lint: $(STAMP)
@@ -27,11 +37,11 @@ lint: $(STAMP)
 test: lint clients
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
-check: test
-
-# The everyday tier: lint, types, unit tests and the simulator, no servers or SDK clients.
-test-fast: lint
-	$(BIN)/python -m pytest tests/unit tests/sim -q -p no:cacheprovider
+# The everyday tier, about two minutes: lint and types, unit tests, the store contract (on a local
+# directory and on a real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients.
+check: lint
+	$(BIN)/python -m pytest tests/unit tests/store -q -p no:cacheprovider -m "not slow"
+	$(BIN)/okuri dst --seeds 100
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000

@@ -17,6 +17,9 @@ import argparse
 import asyncio
 import json
 import random
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +66,7 @@ class LatencyModel:
         }
 
 
+IDLE_HOURS = 1.0
 LATENCY = LatencyModel(read_ms_median=15.0, write_ms_median=30.0)
 
 
@@ -76,6 +80,15 @@ class Scenario:
     @property
     def queue(self) -> str:
         return QUEUE + ".fifo" if self.fifo_groups else QUEUE
+
+    def label(self) -> str:
+        """The row's name in the table: `linger 100ms @1000/s FIFO/100`."""
+        label = f"linger {self.linger_ms}ms"
+        if self.rate_per_s != 100:
+            label += f" @{self.rate_per_s}/s"
+        if self.fifo_groups:
+            label += f" FIFO/{self.fifo_groups}"
+        return label
 
     def request(self, i: int) -> SendRequest:
         body = b"m%d" % i
@@ -219,7 +232,7 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     }
 
 
-async def _idle(seed: int, hours: float = 1.0) -> float:
+async def _idle(seed: int, hours: float = IDLE_HOURS) -> float:
     """Dollars per hour of one empty queue with two long-polling consumers on one node."""
     memory = LATENCY.store("bench", seed)
     store = CountingStore(memory)
@@ -239,8 +252,15 @@ async def _idle(seed: int, hours: float = 1.0) -> float:
     return usd / hours
 
 
-def measure(seed: int = 1) -> dict[str, Any]:
-    rows = [run_virtual(_run(s, seed)) for s in SCENARIOS]
+def measure(seed: int = 1, progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Every scenario's row and the idle figure; `progress` hears of each run as it starts,
+    since the whole takes a minute or two of real time."""
+    rows = []
+    steps = len(SCENARIOS) + 1
+    for i, scenario in enumerate(SCENARIOS, 1):
+        progress(f"{i}/{steps}: {scenario.label()}, {scenario.duration_s:.0f} simulated s")
+        rows.append(run_virtual(_run(scenario, seed)))
+    progress(f"{steps}/{steps}: one idle queue, {IDLE_HOURS:g} simulated hours")
     idle = run_virtual(_idle(seed))
     return {
         "prices_usd_per_million": prices(),
@@ -262,11 +282,7 @@ def render(result: dict[str, Any]) -> str:
         + "   $/M msgs   p50 ms   p99 ms   consumed/s",
     ]
     for r in result["rows"]:
-        label = f"linger {r['linger_ms']}ms"
-        if r["rate_per_s"] != 100:
-            label += f" @{r['rate_per_s']}/s"
-        if r.get("fifo_groups"):
-            label += f" FIFO/{r['fifo_groups']}"
+        label = Scenario(r["linger_ms"], r["rate_per_s"], 0.0, r.get("fifo_groups", 0)).label()
         lines.append(
             label.ljust(24)
             + " ".join(f"{r['produced'][c]:5.2f}" for c in cols)
@@ -290,6 +306,12 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    result = measure(args.seed)
+    started = time.monotonic()
+
+    def progress(line: str) -> None:
+        elapsed = time.monotonic() - started
+        print(f"okuri bench cost: [{elapsed:5.1f} s] {line}", file=sys.stderr, flush=True)
+
+    result = measure(args.seed, progress)
     print(json.dumps(result) if args.json else render(result))
     return 0

@@ -1,9 +1,10 @@
 """The `okuri` command: `serve`, plus `dst` and `bench ...` handed to the tool modules owning them.
 
 Exit codes: 0 done, 1 failed (could not start, pending sends lost, a delegate missing), 2 usage
-or settings error. `dst` and `bench ...` import their modules only when invoked, so `okuri serve`
-never loads the simulator, and a build without one still serves. Their arguments are passed on
-verbatim (argparse's REMAINDER would swallow or reject leading flags such as `--seeds`).
+or settings error, 141 a delegate's output pipe closed early. `dst` and `bench ...` import their
+modules only when invoked, so `okuri serve` never loads the simulator, and a build without one
+still serves. Their arguments are passed on verbatim (argparse's REMAINDER would swallow or
+reject leading flags such as `--seeds`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "simulated 1..16 nodes on an S3 latency model: throughput and cost",
     ),
 }
+
+
+SIGPIPE_EXIT = 128 + 13  # what a shell reports for a process killed by SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +90,15 @@ def _delegate(words: tuple[str, ...], argv: list[str]) -> int:
             f"okuri: error: `{command}` cannot load {module}: it has no cli_main", file=sys.stderr
         )
         return 1
-    code = run(argv)
+    try:
+        code = run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`okuri dst --seeds 1000 | head`): stop quietly, as a tool killed
+        # by SIGPIPE would, and keep the interpreter's last flush from complaining again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
     return code if isinstance(code, int) else 0
 
 

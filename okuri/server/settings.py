@@ -56,9 +56,10 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("listen", "0.0.0.0:8080", "SQS listener, HOST:PORT (':8080' is every interface)",
+    Option("listen", "127.0.0.1:8080",
+           "SQS listener, HOST:PORT (loopback by default; ':8080' is every interface)",
            "HOST:PORT"),
-    Option("health_listen", "0.0.0.0:9090", "health and metrics listener, HOST:PORT",
+    Option("health_listen", "127.0.0.1:9090", "health and metrics listener, HOST:PORT",
            "HOST:PORT"),
     Option("data_dir", "./okuri-data", "local store directory (used when no S3 bucket is set)",
            "DIR"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +111,37 @@ def test_serve_with_a_bad_setting_exits_2_before_starting(
     )
     assert main(["serve", "--linger-ms", "5", "--listen", "8080"]) == 2
     assert "--listen='8080'" in capsys.readouterr().err
+
+
+LOUD_DST = """
+import sys, types
+runner = types.ModuleType("okuri.sim.runner")
+def cli_main(argv):
+    for i in range(1_000_000):
+        print("seed", i)
+    return 0
+runner.cli_main = cli_main
+sys.modules["okuri.sim.runner"] = runner
+from okuri.server.cli import main
+sys.exit(main(["dst"]))
+"""
+
+
+def test_a_delegate_piped_into_head_stops_quietly(tmp_path: Path) -> None:
+    """`okuri dst ... | head -1`: no BrokenPipeError traceback, and the exit status of a tool
+    killed by SIGPIPE, long before the million lines it had to print."""
+    (tmp_path / "loud_dst.py").write_text(LOUD_DST)
+    script = f"{sys.executable} loud_dst.py | head -1; echo ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    first, code = proc.stdout.splitlines()
+    assert first == "seed 0"
+    assert code == "141"
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

@@ -1,7 +1,8 @@
-"""The README's quickstart, run exactly as written against a real `okuri serve`.
+"""The README's quickstart, run exactly as written against a real `okuri serve`, from the
+checkout with a clean PATH (what a new shell has: no `.venv/bin`).
 
-The environment block of the README (endpoint, keys, region) is the only thing supplied here,
-with the test server's address; the CLI commands and the boto3 script run verbatim.
+Only the address in the environment block is replaced, by the test server's, and its key pair
+is the server's default development pair; the CLI commands and the boto3 script run verbatim.
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess
+import pytest
+
+from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
+from tests.servers import ServerProcess, start_server
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -23,24 +27,47 @@ def block(marker: str) -> str:
     return match.group(1)
 
 
-def environment(server: ServerProcess) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))}
-    aws_cli_dir = str(Path(sys.executable).parent)
-    return {
-        **base,
-        "PATH": aws_cli_dir + os.pathsep + base.get("PATH", ""),
-        "AWS_ENDPOINT_URL": server.url,
-        "AWS_ACCESS_KEY_ID": SQS_KEY,
-        "AWS_SECRET_ACCESS_KEY": SQS_SECRET,
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-def run(command: list[str], server: ServerProcess) -> str:
-    """Run a README block as a reader would; its standard output."""
+@pytest.fixture(scope="module")
+def readme_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`okuri serve` with nothing but its address and store set: the README's key pair."""
+    tmp = tmp_path_factory.mktemp("readme")
+    server = start_server(
+        tmp,
+        {
+            "OKURI_DATA_DIR": str(tmp / "data"),
+            "OKURI_ACCESS_KEY_ID": DEV_ACCESS_KEY_ID,
+            "OKURI_SECRET_ACCESS_KEY": DEV_SECRET_ACCESS_KEY,
+        },
+    )
+    yield server
+    server.terminate()
+
+
+README_ENDPOINT = "http://localhost:8080"
+
+
+def environment() -> dict[str, str]:
+    """This process's environment without anything a README block sets up itself."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_", "PYTHON"))}
+    return {**base, "PATH": CLEAN_PATH}
+
+
+def env_block(server: ServerProcess) -> str:
+    text = block("quickstart-env")
+    assert README_ENDPOINT in text and f"AWS_ACCESS_KEY_ID={DEV_ACCESS_KEY_ID} " in text, text
+    assert f"AWS_SECRET_ACCESS_KEY={DEV_SECRET_ACCESS_KEY} " in text, text
+    return text.replace(README_ENDPOINT, server.url)
+
+
+def run(script: str, server: ServerProcess) -> str:
+    """Run the environment block, then `script`, in one shell from the checkout; its output."""
     proc = subprocess.run(
-        command,
-        env=environment(server),
+        ["bash", "-euo", "pipefail", "-c", env_block(server) + script],
+        cwd=README.parent,
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -50,11 +77,12 @@ def run(command: list[str], server: ServerProcess) -> str:
     return proc.stdout
 
 
-def test_readme_cli_quickstart_runs_unchanged(sqs_server: ServerProcess) -> None:
-    out = run(["bash", "-euo", "pipefail", "-c", block("quickstart-cli")], sqs_server)
+def test_readme_cli_quickstart_runs_unchanged(readme_server: ServerProcess) -> None:
+    out = run(block("quickstart-cli"), readme_server)
     assert "hello from okuri" in out
 
 
-def test_readme_boto3_quickstart_runs_unchanged(sqs_server: ServerProcess) -> None:
-    out = run([sys.executable, "-c", block("quickstart-boto3")], sqs_server)
+def test_readme_boto3_quickstart_runs_unchanged(readme_server: ServerProcess) -> None:
+    script = block("quickstart-boto3")
+    out = run(f"python - <<'PY'\n{script}PY\n", readme_server)
     assert "hello from boto3" in out

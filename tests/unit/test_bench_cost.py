@@ -48,3 +48,15 @@ def test_price_arithmetic_uses_put_and_get_class_rates() -> None:
     consumed = cost.per_message({"put": 0, "cas": 10, "get": 20, "list": 0, "delete": 0}, 100)
     # 0.2 PUT-class requests at $5/M and 0.3 GET-class requests at $0.40/M per message.
     assert cost.usd_per_million(produced, consumed) == pytest.approx(0.2 * 5 + 0.3 * 0.4)
+
+
+def test_cost_reports_progress_on_stderr_and_keeps_stdout_for_the_result(
+    short: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cost.cli_main(["--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # nothing but the result
+    lines = captured.err.splitlines()
+    assert len(lines) == 3, captured.err  # two scenarios and the idle run, each as it starts
+    assert "1/3: linger 100ms, 20 simulated s" in lines[0]
+    assert "2/3: linger 500ms" in lines[1] and "3/3: one idle queue" in lines[2]

@@ -39,6 +39,7 @@ def assert_moved_messages(figures: dict[str, Any]) -> None:
     assert figures["errors"] == 0, figures["first_error"]
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -56,6 +57,7 @@ def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     assert float(line.split()[-1]) > 0
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_client(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -80,6 +82,7 @@ def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_clien
     )
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_requests(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -109,6 +112,7 @@ def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_
     )
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_nodes_can_share_a_bucket_on_moto(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--nodes", "2", "--store", "s3", "--seconds", "1.5", *SHORT, "--no-peer", "--json"]
     assert sqs.cli_main(argv) == 0
@@ -124,6 +128,7 @@ def test_bench_sqs_nodes_can_share_a_bucket_on_moto(capsys: pytest.CaptureFixtur
     )
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_drives_a_running_server_given_its_endpoint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -299,6 +304,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 trap 'echo "main (server.py:1) 3" > "$out"; exit 0' INT
+touch "$out.ready"
 while :; do sleep 0.05; done
 """
 
@@ -312,7 +318,13 @@ def test_profiler_stops_py_spy_when_the_window_closes(tmp_path: Path) -> None:
 
     async def window() -> None:
         await profiler.opened()
-        await asyncio.sleep(0.2)
+        # Interrupt only once the fake has its handler: on a loaded machine the shell may not
+        # have reached `trap` yet, and an early SIGINT would kill it without a profile.
+        ready = tmp_path / "stacks.txt.ready"
+        for _ in range(200):
+            if ready.exists():
+                break
+            await asyncio.sleep(0.05)
         await profiler.closed()
 
     asyncio.run(window())
@@ -328,6 +340,7 @@ def test_profiler_without_output_is_a_bench_error(tmp_path: Path) -> None:
         profiler.check()
 
 
+@pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_sqs_on_a_fifo_queue_over_two_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--nodes", "2", "--seconds", "1.5", "--producers", "2", "--consumers", "2"]
     assert sqs.cli_main([*argv, *SHORT, "--no-peer", "--fifo-groups", "50", "--json"]) == 0

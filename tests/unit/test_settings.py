@@ -87,8 +87,9 @@ def test_addresses_print_back_in_a_form_that_parses_again() -> None:
 
 def test_nothing_configured_gives_the_documented_defaults() -> None:
     s = Settings.load({})
-    assert s.listen == Address("0.0.0.0", 8080)
-    assert s.health_listen == Address("0.0.0.0", 9090)
+    # Loopback: the default key pair is published, so nothing else may reach it unasked.
+    assert s.listen == Address("127.0.0.1", 8080)
+    assert s.health_listen == Address("127.0.0.1", 9090)
     assert s.data_dir == "./okuri-data"
     assert s.linger_ms == limits.linger_ms_local_default
     assert s.s3_bucket is None and not s.uses_s3
@@ -164,7 +165,7 @@ def test_an_empty_variable_counts_as_unset() -> None:
     s = Settings.load({"OKURI_S3_BUCKET": "", "OKURI_LINGER_MS": " ", "OKURI_LISTEN": ""})
     assert s.s3_bucket is None
     assert s.linger_ms == limits.linger_ms_local_default
-    assert s.listen == Address("0.0.0.0", 8080)
+    assert s.listen == Address("127.0.0.1", 8080)
 
 
 def test_linger_defaults_to_the_s3_cost_window_only_on_s3() -> None:

@@ -1,12 +1,16 @@
-"""The README's Celery quickstart, run as written: its app module and its worker command.
+"""The README's Celery quickstart, run as a new user would: every block verbatim, in a fresh
+virtualenv, with a clean PATH.
 
-Only the broker address and key pair are supplied (the test server's instead of localhost:8080's
-development pair), as the SQS quickstart test supplies only the environment block.
+The install block runs in a directory laid out like the checkout (`.venv`, a copy of
+`integrations/celery`), so it installs Celery from the package index and okuri-celery from the
+copy exactly as written. Only the broker address and key pair in `myapp.py` are replaced, by the
+test server's, as the SQS quickstart test replaces only the environment block.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,35 +20,50 @@ import pytest
 from celery_smoke import CeleryOkuri, CeleryWorker
 
 from tests.servers import SQS_KEY, SQS_SECRET
-from tests.surface.test_readme_quickstart import block
+from tests.surface.test_readme_quickstart import CLEAN_PATH, block
 
 INTEGRATION = Path(__file__).resolve().parents[3] / "integrations" / "celery"
 README_BROKER = "sqs://okuri:okuri-local-secret@localhost:8080"
-TASK = """
-
-@app.task
-def touch(path):
-    with open(path, "w") as f:
-        f.write("ran")
-"""
+INSTALL_S = 600.0
 RUN_S = 60.0
 
 
+def _shell(script: str) -> list[str]:
+    """A README block as a reader types it, in the environment the install block activated."""
+    return ["bash", "-euo", "pipefail", "-c", f". .venv/bin/activate\n{script}"]
+
+
 def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_path: Path) -> None:
+    skip = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    shutil.copytree(INTEGRATION, tmp_path / "integrations" / "celery", ignore=skip)
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / ".venv")], check=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_", "PYTHON"))},
+        "PATH": CLEAN_PATH,
+    }
+    install = block("quickstart-celery-install")
+    assert install.startswith(". .venv/bin/activate\n")
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", install],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+
     app_source = block("quickstart-celery")
     assert README_BROKER in app_source
     host = celery_okuri.server.url.removeprefix("http://")
     broker = f"sqs://{SQS_KEY}:{SQS_SECRET}@{host}"
-    (tmp_path / "myapp.py").write_text(app_source.replace(README_BROKER, broker) + TASK)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_"))},
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(INTEGRATION)]),
-    }
+    (tmp_path / "myapp.py").write_text(app_source.replace(README_BROKER, broker))
+
     log_path = tmp_path / "worker.log"
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            ["bash", "-euo", "pipefail", "-c", block("quickstart-celery-worker")],
+        worker_proc = subprocess.Popen(
+            _shell(block("quickstart-celery-worker")),
             cwd=tmp_path,
             env=env,
             stdout=log,
@@ -52,18 +71,30 @@ def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_pat
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    worker = CeleryWorker("readme", proc, log_path)
+    worker = CeleryWorker("readme", worker_proc, log_path)
     try:
-        done = tmp_path / "done"
-        send = f"import myapp; myapp.touch.delay({str(done)!r})"
-        subprocess.run(
-            [sys.executable, "-c", send], env=env, cwd=tmp_path, check=True, timeout=RUN_S
+        sent = subprocess.run(
+            _shell(block("quickstart-celery-send")),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_S,
+            stdin=subprocess.DEVNULL,
         )
+        assert sent.returncode == 0, sent.stderr
+        task_id = sent.stdout.strip()
+        assert task_id, "the send block printed no task id"
+        done = f"Task myapp.add[{task_id}] succeeded in"
         deadline = time.monotonic() + RUN_S
-        while not done.exists() and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"the README's worker exited with {proc.returncode}:\n{worker.log}")
+        while done not in worker.log and time.monotonic() < deadline:
+            if worker_proc.poll() is not None:
+                pytest.fail(
+                    f"the README's worker exited with {worker_proc.returncode}:\n{worker.log}"
+                )
             time.sleep(0.2)
-        assert done.exists(), f"the task did not run within {RUN_S} s:\n{worker.log[-4000:]}"
+        line = next((ln for ln in worker.log.splitlines() if done in ln), None)
+        assert line is not None, f"the task did not run within {RUN_S} s:\n{worker.log[-4000:]}"
+        assert line.rstrip().endswith(": 5"), line
     finally:
         worker.stop()
