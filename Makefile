@@ -35,7 +35,8 @@ lint: $(STAMP)
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
 test: lint clients
-	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider
+	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider \
+		--durations=25
 
 # The everyday tier, about two minutes: lint and types, unit tests, the store contract (on a local
 # directory and on a real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients.
