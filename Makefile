@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients \
+	laravel
 
 RUNTIME := $(VENV)/.runtime
 
@@ -64,8 +65,9 @@ record: $(STAMP) clients
 
 # The SDK scenario programs of compat/clients/ that tests/compat/test_live_clients.py and `make
 # record` run: aws-sdk-js v3 from npm, aws-sdk-go v1 and v2 built in GOPATH mode against
-# Debian's packaged sources (installed with apt-get when missing), and an older boto3 that speaks
-# the query protocol in a virtualenv of its own (remade when its requirements.txt changes).
+# Debian's packaged sources (installed with apt-get when missing), an older boto3 that speaks
+# the query protocol in a virtualenv of its own (remade when its requirements.txt changes), and
+# PHP with Debian's Laravel for tests/smoke/laravel (`laravel`, below).
 # Quick, and offline, when nothing changed.
 # GOPATH's first entry holds the programs' shared, SDK-independent package (src/sqscore).
 JS_CLIENT := compat/clients/js
@@ -84,7 +86,7 @@ BOTO3_QUERY := compat/clients/boto3-query
 BOTO3_QUERY_VENV := $(BOTO3_QUERY)/.venv
 
 clients: $(JS_CLIENT)/node_modules/.package-lock.json $(GO_CLIENT)/bin/scenario-v1 \
-	$(GO_CLIENT)/bin/scenario-v2 $(BOTO3_QUERY_VENV)/.installed
+	$(GO_CLIENT)/bin/scenario-v2 $(BOTO3_QUERY_VENV)/.installed laravel
 
 # Made anew (never upgraded in place) so it holds exactly the pins and what they need.
 $(BOTO3_QUERY_VENV)/.installed: $(BOTO3_QUERY)/requirements.txt
@@ -99,19 +101,43 @@ $(JS_CLIENT)/node_modules/.package-lock.json: $(JS_CLIENT)/package.json $(JS_CLI
 	cd $(JS_CLIENT) && npm ci --no-audit --no-fund
 	touch $@
 
+# $(call apt_install,PACKAGES): one shell command that runs apt-get update, then installs
+# PACKAGES, as root or through sudo; it fails saying what to install when it cannot.
+define apt_install
+if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
+	echo "make clients: run as root or install sudo, or apt-get install $(1)" >&2; \
+	exit 1; fi; \
+command -v apt-get >/dev/null || { \
+	echo "make clients: no apt-get; install the Debian packages $(1) or their equivalents" >&2; \
+	exit 1; }; \
+set -x; \
+$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	$(1) </dev/null
+endef
+
 $(GO_SDKS) &:
-	@if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
-		echo "make clients: run as root or install sudo, or apt-get install $(GO_PACKAGES)" >&2; \
-		exit 1; fi; \
-	command -v apt-get >/dev/null || { \
-		echo "make clients: no apt-get; install Go and the Debian packages $(GO_PACKAGES)" >&2; \
-		exit 1; }; \
-	set -x; \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		$(GO_PACKAGES) </dev/null
+	@$(call apt_install,$(GO_PACKAGES))
 	@for f in $(GO_SDKS); do [ -e $$f ] || { \
 		echo "make clients: $$f is still missing after installing $(GO_PACKAGES)" >&2; exit 1; }; done
+
+# Laravel's SQS queue driver for tests/smoke/laravel (docs/laravel.md): PHP with the extensions
+# the app uses and Debian's Laravel 8 and Guzzle packages; the AWS SDK for PHP is not packaged
+# and is read in place from ../shared/clients/aws-sdk-php (the test skips where it is absent,
+# and fails in CI). Checked on every run, installed with apt-get only when something is missing.
+PHP_PACKAGES := php-cli php-curl php-mbstring php-sqlite3 php-xml php-laravel-framework \
+	php-guzzlehttp-guzzle php-guzzlehttp-psr7 php-guzzlehttp-promises php-psr-http-message \
+	php-psr-http-client
+PHP_EXTENSIONS := curl dom mbstring pcntl pdo_sqlite
+PHP_READY := command -v php >/dev/null && \
+	php -r 'foreach ([$(foreach e,$(PHP_EXTENSIONS),"$(e)",)] as $$e) if (!extension_loaded($$e)) exit(1); \
+		foreach (["Illuminate/autoload.php", "GuzzleHttp/autoload.php", "Psr/Http/Message/autoload.php"] as $$f) \
+			if (stream_resolve_include_path($$f) === false) exit(1);'
+
+laravel:
+	@$(PHP_READY) || { $(call apt_install,$(PHP_PACKAGES)); }
+	@$(PHP_READY) || { echo "make clients: PHP, its extensions $(PHP_EXTENSIONS) or Debian's" \
+		"Laravel packages are still missing after installing $(PHP_PACKAGES)" >&2; exit 1; }
 
 $(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SHARED) $(GO_SDKS)
 	$(GO_BUILD) -o bin/scenario-$* ./$*

@@ -2,7 +2,8 @@
 
 The server is configured only through environment variables, as a container would configure it.
 Every process a test starts is stopped by its own pid at teardown, and every wait is bounded.
-Tests talk to one through raw HTTP (`request`) or a boto3 SQS client of it (`sqs_client`).
+Tests talk to one through raw HTTP (`request`) or a boto3 SQS client of it (`sqs_client`), or
+run a client program against it with `client_environ` (compat/clients/README.md's contract).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from compat.clients import Client
 from okuri.bench.servers import clean_environ, free_port
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
@@ -30,6 +32,7 @@ STOP_S = 10.0
 BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
 SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"  # the pair start_server gives okuri
 SQS_REGION = "us-east-1"
+LOG_TAIL_CHARS = 4000
 
 
 @dataclass
@@ -187,3 +190,41 @@ def create_with_dead_letter_queue(
     policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": str(max_receive_count)})
     url = sqs.create_queue(QueueName=name, Attributes={**attributes, "RedrivePolicy": policy})
     return DeadLetterPair(str(url["QueueUrl"]), dlq, arn)
+
+
+# --- client programs run against a server ----------------------------------------------------
+
+
+def client_environ(
+    server: ServerProcess, client: Client, scenario: str, home: Path
+) -> dict[str, str]:
+    """What the contract gives a scenario program, and nothing from a developer's AWS setup."""
+    env = {k: v for k, v in clean_environ().items() if not k.startswith("AWS_")}
+    return {
+        **env,
+        "AWS_ENDPOINT_URL": server.url,
+        "AWS_ACCESS_KEY_ID": SQS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SQS_SECRET,
+        "AWS_REGION": SQS_REGION,
+        "AWS_DEFAULT_REGION": SQS_REGION,
+        "AWS_CONFIG_FILE": str(home / "aws-config"),  # absent: no profile settings
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "OKURI_SCENARIO_PREFIX": client.prefix,
+        "OKURI_SCENARIO": scenario,
+    }
+
+
+def explain(what: str, out: str, err: str, server: ServerProcess) -> str:
+    """A failure message with the program's output and the tail of the server's log."""
+    return (
+        f"{what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}\n"
+        f"--- okuri log (tail) ---\n{server.log[-LOG_TAIL_CHARS:]}"
+    )
+
+
+def text(data: str | bytes | None) -> str:
+    """Captured output as text, whatever subprocess handed back (TimeoutExpired gives bytes)."""
+    if isinstance(data, bytes):
+        return data.decode(errors="replace")
+    return data or ""

@@ -22,6 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository root; commands run 
 SCENARIOS = ("sqs-core", "sqs-fifo")
 # The older boto3 whose SQS model speaks the query protocol, in a virtualenv of its own.
 BOTO3_QUERY_PYTHON = "compat/clients/boto3-query/.venv/bin/python"
+# The AWS SDK for PHP (Composer's vendor/ layout) that tests/smoke/laravel loads in place beside
+# Debian's Laravel when it has no vendor/ of its own: third-party code kept outside the
+# repository, present in CI and absent from a user's clone (tests/smoke/laravel/bootstrap).
+AWS_SDK_PHP = ROOT.parent / "shared" / "clients" / "aws-sdk-php" / "vendor"
+LARAVEL_APP = "tests/smoke/laravel"
 
 
 @dataclass(frozen=True)
@@ -91,14 +96,31 @@ def _nothing() -> str | None:
     return None
 
 
+def laravel_sdk_missing() -> str | None:
+    """None if the smoke app can find the AWS SDK for PHP: composer's vendor/ in the app, or
+    AWS_SDK_PHP beside the checkout; otherwise a sentence saying where it looked."""
+    if (ROOT / LARAVEL_APP / "vendor" / "autoload.php").is_file():
+        return None
+    if (AWS_SDK_PHP / "aws" / "aws-sdk-php" / "src" / "Sdk.php").is_file():
+        return None
+    return (
+        f"the AWS SDK for PHP is neither in {LARAVEL_APP}/vendor (composer install) nor at "
+        "../shared/clients/aws-sdk-php/vendor beside the checkout"
+    )
+
+
 def _laravel() -> str | None:
-    """php on PATH, and the app's artisan loading Laravel and aws-sdk-php: from composer's
-    tests/smoke/laravel/vendor/, or from the autoloader LARAVEL_VENDOR_AUTOLOAD names."""
+    """php on PATH, the AWS SDK for PHP where the app looks for it, and the app's artisan loading
+    Laravel and the SDK: composer's vendor/ in the app, else Debian's packaged Laravel with the
+    shared SDK (tests/smoke/laravel/bootstrap/autoload.php)."""
     if shutil.which("php") is None:
-        return "php is not on PATH (see docs/laravel.md)"
+        return "php is not on PATH (make clients installs Debian's PHP and Laravel packages)"
+    sdk = laravel_sdk_missing()
+    if sdk is not None:
+        return sdk
     try:
         done = subprocess.run(
-            ["php", "tests/smoke/laravel/artisan", "okuri:smoke", "--check"],
+            ["php", f"{LARAVEL_APP}/artisan", "okuri:smoke", "--check"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -106,10 +128,10 @@ def _laravel() -> str | None:
             timeout=60,
         )
     except subprocess.TimeoutExpired:
-        return "php tests/smoke/laravel/artisan okuri:smoke --check did not finish in 60 s"
+        return f"php {LARAVEL_APP}/artisan okuri:smoke --check did not finish in 60 s"
     if done.returncode != 0:
         why = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
-        return f"tests/smoke/laravel cannot load Laravel and aws-sdk-php: {why[0]}"
+        return f"{LARAVEL_APP} cannot load Laravel and aws-sdk-php: {why[0]}"
     return None
 
 
@@ -156,11 +178,11 @@ CLIENTS: dict[str, Client] = {
         ),
         Client(
             "laravel",
-            ("php", "tests/smoke/laravel/artisan", "okuri:smoke"),
+            ("php", f"{LARAVEL_APP}/artisan", "okuri:smoke"),
             "laravel-",
-            ("tests/smoke/laravel/artisan",),
+            (f"{LARAVEL_APP}/artisan",),
             _laravel,
-            scenarios=("laravel-queue",),
+            scenarios=("laravel-queue", "laravel-fifo"),
         ),
     )
 }

@@ -17,46 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from compat.clients import CLIENTS, ROOT, SCENARIOS, Client
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, clean_environ
+from compat.clients import CLIENTS, ROOT, SCENARIOS
+from tests.servers import ServerProcess, client_environ, explain, text
 
 LIVE_CLIENTS = ("aws-sdk-js-v3", "aws-sdk-go-v1", "aws-sdk-go-v2", "boto3-query")
 RUN_S = 120.0  # the scenario takes a few seconds; its longest wait is a 5 s long poll
-LOG_TAIL_CHARS = 4000
 JS_PACKAGE = ROOT / "compat/clients/js/node_modules/@aws-sdk/client-sqs/package.json"
-
-
-def client_environ(
-    server: ServerProcess, client: Client, scenario: str, home: Path
-) -> dict[str, str]:
-    """What the contract gives a scenario program, and nothing from a developer's AWS setup."""
-    env = {k: v for k, v in clean_environ().items() if not k.startswith("AWS_")}
-    return {
-        **env,
-        "AWS_ENDPOINT_URL": server.url,
-        "AWS_ACCESS_KEY_ID": SQS_KEY,
-        "AWS_SECRET_ACCESS_KEY": SQS_SECRET,
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": str(home / "aws-config"),  # absent: no profile settings
-        "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "OKURI_SCENARIO_PREFIX": client.prefix,
-        "OKURI_SCENARIO": scenario,
-    }
-
-
-def explain(what: str, out: str, err: str, server: ServerProcess) -> str:
-    return (
-        f"{what}\n--- stdout ---\n{out}\n--- stderr ---\n{err}\n"
-        f"--- okuri log (tail) ---\n{server.log[-LOG_TAIL_CHARS:]}"
-    )
-
-
-def text(data: str | bytes | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode(errors="replace")
-    return data or ""
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

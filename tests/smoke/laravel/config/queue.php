@@ -22,6 +22,19 @@ return [
             'endpoint' => $okuri,
             'after_commit' => false,
         ],
+        // The same queue service for FIFO queues (names ending in .fifo): the `sqs-fifo` driver
+        // (app/Queue/FifoSqsQueue.php) sends each job's message group and deduplication id.
+        'sqs-fifo' => [
+            'driver' => 'sqs-fifo',
+            'key' => env('AWS_ACCESS_KEY_ID'),
+            'secret' => env('AWS_SECRET_ACCESS_KEY'),
+            'prefix' => env('SQS_PREFIX', $okuri.'/000000000000'),
+            'queue' => env('SQS_FIFO_QUEUE', 'default.fifo'),
+            'suffix' => env('SQS_SUFFIX'),
+            'region' => env('AWS_DEFAULT_REGION', 'us-east-1'),
+            'endpoint' => $okuri,
+            'after_commit' => false,
+        ],
     ],
 
     // Jobs that used up their tries land in the failed_jobs table (a migration in
