@@ -58,7 +58,8 @@ bench-cluster: $(STAMP)
 bench-cost: $(STAMP)
 	$(BIN)/okuri bench cost
 
-# Re-record every SDK session in compat/recordings/ from the real clients (compat/clients/);
+# Re-record every SDK session in compat/recordings/ (vcrpy cassettes) from the real clients
+# (compat/clients/): vcrpy records the Python ones, a recording proxy the others.
 # `make record CLIENTS=boto3` for some. A client whose program is not built is skipped, saying so.
 record: $(STAMP) clients
 	$(BIN)/python -m compat.record $(CLIENTS)

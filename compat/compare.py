@@ -26,7 +26,8 @@ what an SDK depends on and drops what legitimately changes from run to run:
   null exactly.
 
 A mismatch is reported as a unified diff of the two normalised forms, with the exchange's index
-and action in the header.
+and action in the header. The rules are the replay's, whatever stores the recorded answer (a
+vcrpy cassette, read by compat/cassette.py): the cassette keeps answers whole, this decides.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from compat.recording import Response
+from compat.cassette import Response
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 MD5 = re.compile(r"[0-9a-f]{32}")

@@ -3,7 +3,10 @@
 It listens on 127.0.0.1 and sends every request on to one upstream okuri with the same method,
 raw path and query, headers (the Host header included, so the SigV4 signature still verifies
 and okuri's queue URLs point back at the proxy) and body. The upstream answer goes back to the
-client as received, and both are kept in `exchanges` in the order the requests arrived.
+client as received, and both are kept in `exchanges` in the order the requests arrived, each
+request under the absolute URI the client addressed (`http://` + its Host header + the raw
+path), as vcrpy records it: compat.record saves them as a vcrpy cassette. It records the
+programs vcrpy cannot reach from inside (the JS, Go and PHP SDKs).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from compat.recording import Exchange, Request, Response
+from compat.cassette import Exchange, Request, Response
 
 # Not forwarded: hop-by-hop headers belong to one connection, and aiohttp frames the body itself.
 HOP_BY_HOP = frozenset(
@@ -40,9 +43,10 @@ def _headers(raw: Mapping[str, str]) -> dict[str, str]:
     """Headers as one dict in arrival order, names as sent; repeated headers joined by commas."""
     out: dict[str, str] = {}
     lower: dict[str, str] = {}
-    for name, value in raw.items():  # a multidict's items() holds every repeat
+    for raw_name, value in raw.items():  # a multidict's items() holds every repeat
+        name = str(raw_name)  # aiohttp's names are istr, which YAML would store as an object
         key = lower.setdefault(name.lower(), name)
-        out[key] = f"{out[key]},{value}" if key in out else value
+        out[key] = f"{out[key]},{value}" if key in out else str(value)
     return out
 
 
@@ -93,8 +97,9 @@ class RecordingProxy:
         self._slots.append(None)
         body = await request.read()
         raw_path = request.raw_path
-        path, _, query = raw_path.partition("?")
-        sent = Request(request.method, path, query, _headers(request.headers), body)
+        headers = _headers(request.headers)
+        host = request.headers.get("Host") or self.url.removeprefix("http://")
+        sent = Request(request.method, f"http://{host}{raw_path}", headers, body)
         upstream_headers = {k: v for k, v in sent.headers.items() if k.lower() not in HOP_BY_HOP}
         async with self._session.request(
             request.method,
@@ -104,7 +109,12 @@ class RecordingProxy:
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
             allow_redirects=False,
         ) as upstream:
-            answer = Response(upstream.status, _headers(upstream.headers), await upstream.read())
+            answer = Response(
+                upstream.status,
+                _headers(upstream.headers),
+                await upstream.read(),
+                upstream.reason or "",
+            )
         self._slots[slot] = Exchange(sent, answer)
         return web.Response(
             status=answer.status,

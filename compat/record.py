@@ -2,13 +2,16 @@
 
 For every client in compat.clients.CLIENTS (or those named) and each of its scenarios (or the
 one `--scenario` names): start a fresh `okuri serve` on the local store in a temporary directory
-with a fixed key pair, put a RecordingProxy in front of it, run the client's program pointed at
-the proxy with OKURI_SCENARIO naming the scenario, and, if the program exits 0 and names itself
-and that scenario on its last stdout line, write compat/recordings/<client>.json (the client's
-first scenario, sqs-core) or <client>.<scenario>.json. A program that is not installed or built
-is skipped with a message saying what is missing; a failing run leaves its previous recording
-in place. Exit status: 0 if every client that could run recorded, 1 if one run failed, 2 if a
-client named on the command line could not run (or does not run the scenario named).
+with a fixed key pair and run the client's program against it with OKURI_SCENARIO naming the
+scenario. A Python client runs under vcrpy in its own interpreter (compat/vcr_record.py), which
+records its HTTP into a cassette; any other program is pointed at a RecordingProxy in front of
+okuri. If the program exits 0 and names itself and that scenario on its last stdout line, write
+the vcrpy cassette compat/recordings/<client>.yaml (the client's first scenario, sqs-core) or
+<client>.<scenario>.yaml, with the session's client, SDK version, scenario, protocols, date and
+okuri version in its metadata. A program that is not installed or built is skipped with a
+message saying what is missing; a failing run leaves its previous cassette in place. Exit
+status: 0 if every client that could run recorded, 1 if one run failed, 2 if a client named on
+the command line could not run (or does not run the scenario named).
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from compat.cassette import CASSETTES, SUFFIX, Exchange, Recording, load_exchanges, save
 from compat.clients import CLIENTS, ROOT, Client, select
 from compat.proxy import RecordingProxy
-from compat.recording import RECORDINGS, Exchange, Recording, save
 from compat.server import ServerError, clean_environ, okuri_serve
 
-# The key pair okuri is started with while recording; a recording holds the access key id (in
+# The key pair okuri is started with while recording; a cassette holds the access key id (in
 # its Authorization headers) and signatures, never the secret. Fixed so re-recordings diff less.
 RECORD_KEY, RECORD_SECRET = "AKIDOKURIRECORD", "okuri-record-secret"
 REGION = "us-east-1"
@@ -76,7 +79,7 @@ def program_env(client: Client, scenario: str, endpoint: str, home: Path) -> dic
         "AWS_DEFAULT_REGION": REGION,
         "OKURI_SCENARIO_PREFIX": client.prefix,
         "OKURI_SCENARIO": scenario,
-        # Keep a developer's ~/.aws profiles (retry modes, endpoints) out of the recording.
+        # Keep a developer's ~/.aws profiles (retry modes, endpoints) out of the cassette.
         "AWS_CONFIG_FILE": str(home / "aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
@@ -100,10 +103,10 @@ def parse_marker(stdout: str) -> dict[str, str]:
 
 
 async def _run_program(
-    client: Client, scenario: str, endpoint: str, home: Path
+    client: Client, argv: list[str], scenario: str, endpoint: str, home: Path
 ) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        *client.argv(),
+        *argv,
         cwd=ROOT,
         env=program_env(client, scenario, endpoint, home),
         stdin=asyncio.subprocess.DEVNULL,
@@ -119,12 +122,25 @@ async def _run_program(
     return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+async def _run_recorded(
+    client: Client, scenario: str, upstream: str, home: Path
+) -> tuple[int, str, str, list[Exchange]]:
+    """Run the program with its HTTP recorded: by vcrpy in its interpreter, or by the proxy."""
+    if client.vcrpy:
+        cassette = home / f"vcrpy{SUFFIX}"
+        argv = client.vcrpy_argv(cassette)
+        code, out, err = await _run_program(client, argv, scenario, upstream, home)
+        # vcrpy writes nothing when no request was sent.
+        return code, out, err, load_exchanges(cassette) if cassette.exists() else []
+    async with RecordingProxy(upstream) as proxy:
+        code, out, err = await _run_program(client, client.argv(), scenario, proxy.url, home)
+        return code, out, err, proxy.exchanges
+
+
 async def _record_async(
     client: Client, scenario: str, upstream: str, okuri_version: str, home: Path
 ) -> Recording:
-    async with RecordingProxy(upstream) as proxy:
-        code, out, err = await _run_program(client, scenario, proxy.url, home)
-        exchanges = proxy.exchanges
+    code, out, err, exchanges = await _run_recorded(client, scenario, upstream, home)
     if code != 0:
         tail = "\n".join((out + err).strip().splitlines()[-30:])
         raise RecordError(f"the program exited with {code}:\n{tail}{_last_exchange(exchanges)}")
@@ -135,13 +151,13 @@ async def _record_async(
             f"expected {client.name}/{scenario}"
         )
     if not exchanges:
-        raise RecordError("the program sent no requests through the proxy")
+        raise RecordError("the program sent no requests that were recorded")
     return Recording(
         client=client.name,
-        version=marker["version"],
+        sdk_version=marker["version"],
         scenario=marker["scenario"],
         recorded=dt.datetime.now(dt.UTC).date().isoformat(),  # noqa: TID251
-        okuri=okuri_version,
+        okuri_version=okuri_version,
         exchanges=exchanges,
     )
 
@@ -160,14 +176,14 @@ def _last_exchange(exchanges: list[Exchange]) -> str:
     )
 
 
-def record(client: Client, scenario: str, out_dir: Path = RECORDINGS) -> tuple[Path, int]:
-    """Run one of a client's scenarios behind the proxy and write its recording, and say how
-    many exchanges it holds; RecordError (or ServerError, if okuri did not start) if not."""
+def record(client: Client, scenario: str, out_dir: Path = CASSETTES) -> tuple[Path, int]:
+    """Run one of a client's scenarios, recorded, and write its cassette, and say how many
+    exchanges it holds; RecordError (or ServerError, if okuri did not start) if not."""
     with tempfile.TemporaryDirectory(prefix=f"okuri-record-{client.name}-") as tmp:
         home = Path(tmp)
         with okuri_server(home) as (upstream, version):
             recording = asyncio.run(_record_async(client, scenario, upstream, version, home))
-    path = out_dir / f"{client.recording_name(scenario)}.json"
+    path = out_dir / f"{client.recording_name(scenario)}{SUFFIX}"
     save(recording, path)
     return path, len(recording.exchanges)
 
@@ -175,7 +191,7 @@ def record(client: Client, scenario: str, out_dir: Path = RECORDINGS) -> tuple[P
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compat.record", description=__doc__)
     parser.add_argument("clients", nargs="*", help=f"any of: {', '.join(CLIENTS)} (default all)")
-    parser.add_argument("--out", type=Path, default=RECORDINGS, help="recordings directory")
+    parser.add_argument("--out", type=Path, default=CASSETTES, help="cassettes directory")
     parser.add_argument("--scenario", help="record only this scenario (of the clients that run it)")
     args = parser.parse_args(argv)
     try:

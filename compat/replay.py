@@ -1,4 +1,4 @@
-"""Replay a recording against a live okuri: re-sign, carry values forward, compare each answer.
+"""Replay a cassette against a live okuri: re-sign, carry values forward, compare each answer.
 
 Every recorded request is sent again in order, changed only where it must be:
 
@@ -12,7 +12,8 @@ Every recorded request is sent again in order, changed only where it must be:
   Content-Length (and X-Amz-Content-Sha256, if the SDK sent it) follow the new body.
   Presigned (query-string signed) requests are refused: no SDK sends SQS calls that way.
 
-Each live response is then compared with the recorded one by compat.compare.
+Each live response is then compared with the recorded one by compat.compare. The recording
+comes from compat.cassette.load, which reads the vcrpy cassette with vcrpy.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from compat.cassette import Recording, Request, Response
 from compat.compare import BY_KEY, URL, UUID, difference, json_form, local_name, xml_form
-from compat.recording import Recording, Request, Response
 
 REQUEST_S = 30.0  # a recorded long poll waits at most 20 s
 # Headers that belong to the old signature or connection; made again for the live request.
@@ -233,7 +234,7 @@ def send(base_url: str, method: str, target: str, body: bytes, headers: dict[str
     try:
         conn.request(method, target, body=body or None, headers=headers)
         answer = conn.getresponse()
-        return Response(answer.status, dict(answer.getheaders()), answer.read())
+        return Response(answer.status, dict(answer.getheaders()), answer.read(), answer.reason)
     finally:
         conn.close()
 
@@ -252,9 +253,10 @@ def replay(recording: Recording, base_url: str, key: str, secret: str) -> list[O
     live_host = urlsplit(base_url).netloc
     outcomes = []
     for index, exchange in enumerate(recording.exchanges):
-        recorded_host = exchange.request.header("host")
-        if recorded_host:
-            subs.add(recorded_host, live_host)
+        # The host:port the client addressed (in the URI; also its Host header, if recorded).
+        for recorded_host in (exchange.request.host, exchange.request.header("host")):
+            if recorded_host:
+                subs.add(recorded_host, live_host)
         request = exchange.request
         stale = subs.unmapped_in(request.path + "?" + request.query + "\n" + _text(request.body))
         method, target, body, headers = prepare(request, base_url, subs, key, secret)
@@ -277,7 +279,7 @@ def report(recording: Recording, outcomes: list[Outcome], shown_max: int = 3) ->
     if not bad:
         return None
     head = (
-        f"{recording.client} {recording.version} ({recording.scenario}): {len(bad)} of "
+        f"{recording.client} {recording.sdk_version} ({recording.scenario}): {len(bad)} of "
         f"{len(outcomes)} exchanges differ from the recording; exchanges "
         f"{', '.join(f'{o.index} {o.action}' for o in bad)}"
     )

@@ -2,7 +2,8 @@
 
 Each row names a scenario program (the step lists are in README.md beside this file), how to run
 it from the repository root, the queue-name prefix it works under, the scenarios it runs (one per
-run, named by OKURI_SCENARIO), and how to tell whether it is installed or built.
+run, named by OKURI_SCENARIO), how to tell whether it is installed or built, and how its HTTP is
+recorded: by vcrpy inside a Python program's own interpreter, or by the recording proxy.
 `python -m compat.record` and the live client tests both read this table; adding a client (a
 Laravel app, say) is one more row.
 """
@@ -38,6 +39,9 @@ class Client:
     check: Callable[[], str | None]  # None when runnable, else why not and how to fix it
     # What the program runs, one scenario per run; its SCENARIO line must name the one asked for.
     scenarios: tuple[str, ...] = SCENARIOS
+    # A Python program (`python PROGRAM`) whose interpreter has vcrpy: recorded by vcrpy in
+    # process (compat/vcr_record.py). Any other program is recorded by compat/proxy.py.
+    vcrpy: bool = False
 
     def argv(self) -> list[str]:
         """The command with the interpreter resolved and program paths made absolute."""
@@ -48,9 +52,17 @@ class Client:
             first = str(ROOT / first)
         return [first, *(str(ROOT / a) if a.startswith("compat/") else a for a in rest)]
 
+    def vcrpy_argv(self, cassette: Path) -> list[str]:
+        """The command run under vcrpy, recording into `cassette`: `python -m compat.vcr_record
+        CASSETTE PROGRAM [ARG ...]` with the program's own interpreter."""
+        if not self.vcrpy:
+            raise ValueError(f"{self.name} is not recorded by vcrpy")
+        interpreter, *program = self.argv()
+        return [interpreter, "-m", "compat.vcr_record", str(cassette), *program]
+
     def recording_name(self, scenario: str) -> str:
-        """The recording's file stem: the client's name for its first scenario (sqs-core), else
-        `<name>.<scenario>` (compat/recordings/aws-sdk-go-v1.sqs-fifo.json)."""
+        """The cassette's file stem: the client's name for its first scenario (sqs-core), else
+        `<name>.<scenario>` (compat/recordings/aws-sdk-go-v1.sqs-fifo.yaml)."""
         return self.name if scenario == self.scenarios[0] else f"{self.name}.{scenario}"
 
     def missing(self) -> str | None:
@@ -61,10 +73,11 @@ class Client:
         return self.check()
 
 
-def _python_module(name: str) -> Callable[[], str | None]:
+def _python_modules(*names: str) -> Callable[[], str | None]:
     def check() -> str | None:
-        if importlib.util.find_spec(name) is None:
-            return f"the Python package {name} is not installed (make install)"
+        for name in names:
+            if importlib.util.find_spec(name) is None:
+                return f"the Python package {name} is not installed (make install)"
         return None
 
     return check
@@ -143,7 +156,8 @@ CLIENTS: dict[str, Client] = {
             ("python", "compat/clients/boto3/scenario.py"),
             "boto3-",
             (),
-            _python_module("boto3"),
+            _python_modules("boto3", "vcr"),
+            vcrpy=True,
         ),
         Client(
             "boto3-query",
@@ -151,6 +165,7 @@ CLIENTS: dict[str, Client] = {
             "boto3q-",
             (BOTO3_QUERY_PYTHON,),
             _virtualenv("compat/clients/boto3-query"),
+            vcrpy=True,
         ),
         Client(
             "aws-sdk-js-v3",

@@ -1,35 +1,32 @@
 """The recorder and the replay, end to end against real `okuri serve` processes.
 
 A query-protocol session (form-encoded POSTs and a GET, XML answers) is recorded through the
-RecordingProxy and replayed against a second, fresh okuri: it must match, with queue URLs and
-receipt handles carried forward in their percent-encoded forms. The same session with one
-recorded answer changed, and the boto3 recording with one field's type changed, must fail, and
-say which exchange differs.
+RecordingProxy, saved as a vcrpy cassette, read back with vcrpy and replayed against a second,
+fresh okuri: it must match, with queue URLs and receipt handles carried forward in their
+percent-encoded forms. The same session with one recorded answer changed, and the boto3
+cassette with one field's type changed, must fail, and say which exchange differs. The
+recorder itself (`python -m compat.record`) records boto3 with vcrpy into a cassette that
+replays.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import dataclasses
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlencode
 
 import aiohttp
+import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from compat.cassette import CASSETTES, Exchange, Recording, load, save
+from compat.clients import CLIENTS
 from compat.proxy import RecordingProxy
-from compat.recording import (
-    RECORDINGS,
-    Exchange,
-    Recording,
-    dumps,
-    from_json,
-    load,
-    to_json,
-)
+from compat.record import record
 from compat.replay import replay, report
 from tests.servers import SQS_KEY, SQS_SECRET, Launch, ServerProcess
 
@@ -138,9 +135,10 @@ async def test_a_query_session_records_and_replays_and_a_changed_answer_fails(
     assert exchanges[5].response.status == 400
     recording = Recording("test", "0", "query-session", "2025-01-01", "0.0.1", exchanges)
     assert recording.protocols == ["query"]
-    path = tmp_path / "query.json"
-    path.write_text(dumps(recording))
+    path = tmp_path / "query.yaml"
+    save(recording, path)
     recording = load(path)
+    assert recording.exchanges == exchanges
 
     second = fresh_server(launch, tmp_path / "second")
     outcomes = replay(recording, second.url, SQS_KEY, SQS_SECRET)
@@ -149,11 +147,11 @@ async def test_a_query_session_records_and_replays_and_a_changed_answer_fails(
     # The live receipt handle reached the live DeleteMessage: the queue really is empty after.
     assert b"<Message>" not in outcomes[4].live.body
 
-    changed = copy.deepcopy(to_json(recording))
-    receive = changed["exchanges"][2]["response"]
-    receive["body"] = receive["body"].replace("<Name>kind</Name>", "<Name>sort</Name>")
+    changed = with_answer(
+        recording, 2, lambda body: body.replace(b"<Name>kind</Name>", b"<Name>sort</Name>")
+    )
     third = fresh_server(launch, tmp_path / "third")
-    problem = report(from_json(changed), replay(from_json(changed), third.url, SQS_KEY, SQS_SECRET))
+    problem = report(changed, replay(changed, third.url, SQS_KEY, SQS_SECRET))
     assert problem is not None
     assert "1 of 7 exchanges differ" in problem
     assert "recorded exchange 2 (ReceiveMessage)" in problem
@@ -161,22 +159,62 @@ async def test_a_query_session_records_and_replays_and_a_changed_answer_fails(
     assert '+            "Name": "kind",' in problem
 
 
-def test_a_recording_with_one_field_retyped_fails_replay(launch: Launch, tmp_path: Path) -> None:
-    original = load(RECORDINGS / "boto3.json")
+def with_answer(recording: Recording, index: int, change: Callable[[bytes], bytes]) -> Recording:
+    """`recording` with the recorded answer of exchange `index` changed (its body)."""
+    exchanges = list(recording.exchanges)
+    old = exchanges[index]
+    body = change(old.response.body)
+    assert body != old.response.body, "the change must change something"
+    exchanges[index] = Exchange(old.request, dataclasses.replace(old.response, body=body))
+    return dataclasses.replace(recording, exchanges=exchanges)
+
+
+def test_a_cassette_with_one_field_retyped_fails_replay(launch: Launch, tmp_path: Path) -> None:
+    original = load(CASSETTES / "boto3.yaml")
     index = next(
         i
         for i, e in enumerate(original.exchanges)
         if e.action == "GetQueueAttributes" and b'"VisibilityTimeout":"20"' in e.response.body
     )
-    data = to_json(original)
-    recorded = data["exchanges"][index]["response"]
-    recorded["body"] = recorded["body"].replace(
-        '"VisibilityTimeout":"20"', '"VisibilityTimeout":20'
+    retyped = with_answer(
+        original,
+        index,
+        lambda body: body.replace(b'"VisibilityTimeout":"20"', b'"VisibilityTimeout":20'),
     )
-    retyped = from_json(json.loads(json.dumps(data)))
+    path = tmp_path / "retyped.yaml"
+    save(retyped, path)
+    retyped = load(path)
     server = fresh_server(launch, tmp_path / "data")
     problem = report(retyped, replay(retyped, server.url, SQS_KEY, SQS_SECRET))
     assert problem is not None
     assert f"recorded exchange {index} (GetQueueAttributes)" in problem
     assert '-      "VisibilityTimeout": 20' in problem
     assert '+      "VisibilityTimeout": "20"' in problem
+
+
+@pytest.mark.parametrize(
+    ("name", "recorder"), [("boto3", "vcrpy"), ("boto3-query", "vcrpy"), ("aws-sdk-go-v2", "proxy")]
+)
+def test_the_recorder_writes_a_cassette_of_a_real_sdk_that_replays(
+    name: str, recorder: str, launch: Launch, tmp_path: Path
+) -> None:
+    """`python -m compat.record`'s one run: vcrpy inside the Python clients' own interpreters
+    (boto3-query's is its own virtualenv), the proxy for the Go program; a fresh okuri each."""
+    client = CLIENTS[name]
+    assert ("vcrpy" if client.vcrpy else "proxy") == recorder
+    missing = client.missing()
+    if missing is not None:
+        pytest.fail(f"{name} cannot run: {missing}; run `make clients`", pytrace=False)
+    path, count = record(client, "sqs-fifo", tmp_path / "out")
+    assert path == tmp_path / "out" / f"{name}.sqs-fifo.yaml"
+    recording = load(path)
+    assert count == len(recording.exchanges) == 27  # the 26 steps; step 25 sends two requests
+    assert (recording.client, recording.scenario) == (name, "sqs-fifo")
+    assert recording.protocols == (["json"] if name == "boto3" else ["query"])
+    assert recording.sdk_version and recording.okuri_version
+    # vcrpy records the requests botocore handed urllib3; the proxy, the Host header on the wire.
+    hosts = {e.request.header("host") for e in recording.exchanges}
+    assert hosts == ({None} if recorder == "vcrpy" else {recording.exchanges[0].request.host})
+
+    server = fresh_server(launch, tmp_path / "replay")
+    assert report(recording, replay(recording, server.url, SQS_KEY, SQS_SECRET)) is None

@@ -9,12 +9,15 @@ are not.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import vcr
+from vcr.serializers import yamlserializer
 
+from compat.cassette import Exchange, Recording, Request, Response, load, save
 from compat.compare import difference, response_form, string_form
-from compat.recording import Exchange, Recording, Request, Response, dumps, from_json
 from compat.replay import Substitutions, learn
 
 JSON_TYPE = "application/x-amz-json-1.0"
@@ -261,14 +264,58 @@ def test_a_value_with_no_live_counterpart_is_reported_when_sent_again() -> None:
     assert subs.unmapped_in("ReceiptHandle=something-else") == []
 
 
-def test_the_recording_format_round_trips() -> None:
+def test_a_cassette_is_vcrpy_s_format_and_round_trips(tmp_path: Path) -> None:
     exchange = Exchange(
-        Request("POST", "/", "", {"X-Amz-Target": "AmazonSQS.ListQueues"}, b"{}"),
+        Request(
+            "POST",
+            "http://127.0.0.1:4444/",
+            {"X-Amz-Target": "AmazonSQS.ListQueues", "Host": "127.0.0.1:4444"},
+            b"{}",
+        ),
         Response(200, {"Content-Type": JSON_TYPE}, b"\xff\x00"),
     )
     recording = Recording("boto3", "1.0", "sqs-core", "2025-01-01", "0.0.1", [exchange])
-    data = json.loads(dumps(recording))
-    assert data["protocols"] == ["json"]
-    assert data["exchanges"][0]["action"] == "ListQueues"
-    assert "body_base64" in data["exchanges"][0]["response"]
-    assert from_json(data).exchanges == [exchange]
+    path = tmp_path / "session.yaml"
+    save(recording, path)
+    assert load(path) == Recording(
+        "boto3",
+        "1.0",
+        "sqs-core",
+        "2025-01-01",
+        "0.0.1",
+        [Exchange(exchange.request, Response(200, {"Content-Type": JSON_TYPE}, b"\xff\x00", "OK"))],
+    )
+
+    data = yamlserializer.deserialize(path.read_text())
+    assert data["version"] == 1
+    [interaction] = data["interactions"]
+    assert interaction["request"] == {
+        "method": "POST",
+        "uri": "http://127.0.0.1:4444/",
+        "body": "{}",
+        "headers": {"X-Amz-Target": ["AmazonSQS.ListQueues"], "Host": ["127.0.0.1:4444"]},
+    }
+    assert interaction["response"] == {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"Content-Type": [JSON_TYPE]},
+        "body": {"string": b"\xff\x00"},  # not UTF-8: YAML's !!binary
+    }
+    assert data["metadata"] == {
+        "client": "boto3",
+        "sdk_version": "1.0",
+        "scenario": "sqs-core",
+        "protocols": ["json"],
+        "recorded": "2025-01-01",
+        "okuri_version": "0.0.1",
+    }
+    # vcrpy itself plays it: its metadata and its one interaction.
+    with vcr.use_cassette(str(path), record_mode="none") as cassette:
+        assert cassette.get_metadata("client", None) == "boto3"
+        assert len(cassette) == 1
+
+
+def test_a_cassette_without_the_session_metadata_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plain.yaml"
+    path.write_text("interactions: []\nversion: 1\n")
+    with pytest.raises(ValueError, match="metadata lacks client, sdk_version"):
+        load(path)
