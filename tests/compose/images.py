@@ -42,15 +42,13 @@ class Engine:
     name: str  # "docker" or "podman": the command that builds, inspects and removes
     compose: str  # the compose command line, for pytest-docker's docker_compose_command
 
-    def run(
-        self, *args: str, timeout_s: float = PROBE_S, stdin: bytes | None = None
-    ) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout_s: float = PROBE_S) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [self.name, *args],
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            input=None if stdin is None else stdin.decode(),
+            stdin=subprocess.DEVNULL,
             check=False,
         )
 
@@ -152,8 +150,7 @@ def debian_mirror(sources: Mapping[str, str], codename: str) -> str:
 
     Security and -updates suites live elsewhere or hold only updates; debootstrap wants the
     release's own archive."""
-    for name in sorted(sources):
-        text = sources[name]
+    for name, text in sources.items():  # in apt's order: sources.list, then sources.list.d
         entries = _deb822_sources(text) if name.endswith(".sources") else _one_line_sources(text)
         for uri, suite in entries:
             if suite == codename:

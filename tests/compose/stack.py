@@ -244,13 +244,15 @@ def pending(engine: Engine, stack: Stack) -> dict[str, str]:
 
 
 def failed(engine: Engine, stack: Stack) -> dict[str, str]:
-    """One-shot services that exited with an error: waiting longer cannot help."""
+    """Services that waiting cannot bring up: a container `up` did not create (podman-compose
+    exits 0 all the same), or a one-shot service that exited with an error."""
     out = {}
     for name, service in stack.document["services"].items():
-        if service.get("restart") == "no":
-            status, code = state(engine, stack.container(name))
-            if status == "exited" and code != 0:
-                out[name] = f"exited {code}"
+        status, code = state(engine, stack.container(name))
+        if status == "missing":
+            out[name] = "no container: `up` could not create it"
+        elif service.get("restart") == "no" and status == "exited" and code != 0:
+            out[name] = f"exited {code}"
     return out
 
 

@@ -385,23 +385,23 @@ PORTS = compose_stack.Ports(sqs=18080, health=19090, s3=19000)
 
 
 @pytest.fixture
-def test_stack(compose: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+def stack_file(compose: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     return compose_stack.stack_document(
         copy.deepcopy(compose), "okuri-unit", IMAGES, PORTS, tmp_path / "records"
     )
 
 
-def test_the_test_stack_follows_the_compose_specification(test_stack: dict[str, Any]) -> None:
-    errors = schema_errors(test_stack)
+def test_the_test_stack_follows_the_compose_specification(stack_file: dict[str, Any]) -> None:
+    errors = schema_errors(stack_file)
     assert not errors, "the test stack breaks the Compose Specification:\n" + "\n".join(errors)
-    assert set(test_stack["services"]) == set(compose_stack.SERVICES)
+    assert set(stack_file["services"]) == set(compose_stack.SERVICES)
 
 
 def test_the_test_stack_runs_compose_yaml_okuri_and_worker_on_moto_instead_of_minio(
-    compose: dict[str, Any], test_stack: dict[str, Any], tmp_path: Path
+    compose: dict[str, Any], stack_file: dict[str, Any], tmp_path: Path
 ) -> None:
-    services = test_stack["services"]
-    assert "minio" not in yaml.safe_dump(test_stack).lower()
+    services = stack_file["services"]
+    assert "minio" not in yaml.safe_dump(stack_file).lower()
     for name, changed in (("okuri", set()), ("celery-worker", {"SMOKE_RECORD_DIR"})):
         theirs, ours = environment(compose["services"][name]), environment(services[name])
         assert set(ours) == set(theirs), name
@@ -424,10 +424,10 @@ def test_the_test_stack_runs_compose_yaml_okuri_and_worker_on_moto_instead_of_mi
 
 
 def test_the_test_stack_publishes_its_free_ports_on_loopback_only(
-    compose: dict[str, Any], test_stack: dict[str, Any]
+    compose: dict[str, Any], stack_file: dict[str, Any]
 ) -> None:
     published = {
-        name: sorted(published_ports(service)) for name, service in test_stack["services"].items()
+        name: sorted(published_ports(service)) for name, service in stack_file["services"].items()
     }
     okuri_targets = sorted(target for _, _, target in published_ports(compose["services"]["okuri"]))
     assert published["okuri"] == sorted(
@@ -438,19 +438,19 @@ def test_the_test_stack_publishes_its_free_ports_on_loopback_only(
 
 
 def test_the_test_stack_healthchecks_are_compose_yaml_checks_in_shell_form(
-    compose: dict[str, Any], test_stack: dict[str, Any]
+    compose: dict[str, Any], stack_file: dict[str, Any]
 ) -> None:
     """podman-compose 1.0.3 misquotes list-form checks; the shell form runs the same argv."""
     for name in ("okuri", "celery-worker"):
         theirs = compose["services"][name]["healthcheck"]
-        ours = test_stack["services"][name]["healthcheck"]
+        ours = stack_file["services"][name]["healthcheck"]
         assert ours["test"][0] == "CMD-SHELL" and len(ours["test"]) == 2
         assert shlex.split(ours["test"][1]) == theirs["test"][1:]
         assert {k: v for k, v in ours.items() if k != "test"} == {
             k: v for k, v in theirs.items() if k != "test"
         }
-    assert test_stack["services"]["s3"]["healthcheck"]["test"][0] == "CMD-SHELL"
-    assert "healthcheck" not in test_stack["services"]["s3-init"]
+    assert stack_file["services"]["s3"]["healthcheck"]["test"][0] == "CMD-SHELL"
+    assert "healthcheck" not in stack_file["services"]["s3-init"]
 
 
 def test_a_minio_setting_the_test_stack_cannot_replace_fails_its_generation(
