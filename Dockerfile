@@ -5,10 +5,16 @@
 #   docker build -t okuri .
 #   docker run --rm -p 127.0.0.1:8080:8080 -p 127.0.0.1:9090:9090 okuri
 #
-# The stage `celery-smoke` (built by compose.yaml's celery profile only) adds Celery, the okuri
-# Celery extension and the Celery smoke app; the last stage, okuri itself, is the default target.
+# The stage `celery-smoke` (built by compose.yaml's celery profile and by `make compose-test`)
+# adds Celery, the okuri Celery extension and the Celery smoke app; the last stage, okuri itself,
+# is the default target.
+#
+# OKURI_BASE_IMAGE names the Python image every stage starts from. Anything that behaves like the
+# official slim image will do (a `pip` on PATH, `groupadd` and `useradd`): `make compose-test`
+# passes one it builds locally, on machines that cannot pull from a registry.
 
-FROM python:3.12-slim AS base
+ARG OKURI_BASE_IMAGE=python:3.12-slim
+FROM ${OKURI_BASE_IMAGE} AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients \
-	laravel
+	laravel compose-test containers
 
 RUNTIME := $(VENV)/.runtime
 
@@ -35,9 +35,9 @@ lint: $(STAMP)
 	$(BIN)/mypy okuri compat integrations/celery/okuri_celery \
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
-test: lint clients
+test: lint clients compose-test
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider \
-		--durations=25
+		--ignore=tests/compose --durations=25
 
 # The everyday tier, about two minutes: lint and types, unit tests, the store contract (on a local
 # directory and on a real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients.
@@ -142,3 +142,35 @@ laravel:
 
 $(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SHARED) $(GO_SDKS)
 	$(GO_BUILD) -o bin/scenario-$* ./$*
+
+# compose.yaml booted for real (tests/compose): okuri's image on an S3 service, the bucket init
+# and a Celery worker container, driven by pytest-docker. With a Docker engine it uses `docker
+# compose`; elsewhere rootful podman, installing podman, runc, podman-compose and debootstrap
+# (and the CNI dnsname plugin, by which service names resolve between containers) with apt-get
+# when missing (as root or with sudo), and building the Python base image locally
+# (tests/compose/images.py). Images are cached between runs and rebuilt only when inputs change.
+COMPOSE_PACKAGES := podman runc podman-compose debootstrap \
+	golang-github-containernetworking-plugin-dnsname
+COMPOSE_TOOLS := /usr/bin/podman /usr/sbin/runc /usr/bin/podman-compose /usr/sbin/debootstrap \
+	/usr/lib/cni/dnsname
+
+compose-test: $(STAMP)
+	@docker info >/dev/null 2>&1 || $(MAKE) --no-print-directory containers
+	$(BIN)/python -m pytest tests/compose -p no:cacheprovider
+
+containers: $(COMPOSE_TOOLS)
+
+$(COMPOSE_TOOLS) &:
+	@if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
+		echo "make containers: run as root or install sudo, or apt-get install $(COMPOSE_PACKAGES)" >&2; \
+		exit 1; fi; \
+	command -v apt-get >/dev/null || { \
+		echo "make containers: no apt-get; install Docker, or $(COMPOSE_PACKAGES)" >&2; \
+		exit 1; }; \
+	set -x; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		$(COMPOSE_PACKAGES) </dev/null
+	@for f in $(COMPOSE_TOOLS); do [ -e $$f ] || { \
+		echo "make containers: $$f is still missing after installing $(COMPOSE_PACKAGES)" >&2; \
+		exit 1; }; done

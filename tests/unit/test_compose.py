@@ -9,7 +9,11 @@
 - okuri publishes 8080 and 9090 on the host's loopback only, its healthcheck probes /readyz on
   the health listener with python (the slim image has no curl), MinIO has a healthcheck, and the
   one-shot bucket init is adopted by okuri so that `docker compose up -d --wait` succeeds.
-- The image compose builds for okuri runs `okuri serve` as a non-root user.
+- The image compose builds for okuri runs `okuri serve` as a non-root user, on the base image
+  the build argument OKURI_BASE_IMAGE names (slim Python unless a build says otherwise).
+- The compose file `make compose-test` boots (tests/compose/stack.py) is compose.yaml's okuri and
+  Celery worker on moto instead of MinIO, valid, on loopback ports only; the Debian mirror its
+  base image comes from is read from the machine's apt sources (tests/compose/images.py).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import yaml
 from jsonschema.validators import validator_for
 
 from okuri.server.settings import OPTIONS, Settings, parse_address
+from tests.compose import images as compose_images
+from tests.compose import stack as compose_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
@@ -128,10 +134,36 @@ def dockerfile_stages(text: str) -> list[Stage]:
             words = args.split()
             name = words[2] if len(words) == 3 and words[1].lower() == "as" else str(len(stages))
             stages.append(Stage(name, words[0]))
+        elif instruction == "ARG" and not stages:
+            continue  # a global build argument, for FROM lines: global_args()
         else:
             assert stages, f"{instruction} before the first FROM"
             stages[-1].instructions.append((instruction, args.strip()))
     return stages
+
+
+def global_args(text: str) -> dict[str, str | None]:
+    """The build arguments declared before the first FROM, with their defaults."""
+    out: dict[str, str | None] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.upper().startswith("FROM "):
+            break
+        if line.upper().startswith("ARG "):
+            name, eq, default = line[4:].strip().partition("=")
+            out[name] = default if eq else None
+    return out
+
+
+def resolve(image: str, args: dict[str, str | None]) -> str:
+    """A FROM image with `${NAME}` and `$NAME` replaced by the global arguments' defaults."""
+
+    def default(match: re.Match[str]) -> str:
+        value = args.get(match.group(1) or match.group(2))
+        assert value is not None, f"{match.group(0)} has no default"
+        return value
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", default, image)
 
 
 def effective(stages: list[Stage], name: str) -> list[tuple[str, str]]:
@@ -270,6 +302,30 @@ def test_profiles_run_the_celery_and_laravel_smoke_tests(compose: dict[str, Any]
         depends = compose["services"][name]["depends_on"]
         okuri_dependency = depends.get("okuri") or depends.get("celery-worker")
         assert okuri_dependency, f"{name} does not wait for okuri"
+    assert compose["services"]["celery-smoke"]["depends_on"]["celery-worker"] == {
+        "condition": "service_healthy"
+    }
+
+
+def test_the_celery_worker_is_healthy_once_smoke_app_says_it_consumes(
+    compose: dict[str, Any],
+) -> None:
+    """smoke_app touches SMOKE_READY_FILE on Celery's worker_ready; the healthcheck reads it."""
+    worker = compose["services"]["celery-worker"]
+    ready_file = environment(worker)["SMOKE_READY_FILE"]
+    test = worker["healthcheck"]["test"]
+    assert test[:2] == ["CMD", "python"] and repr(ready_file) in test[-1], test
+    smoke_app = (ROOT / "tests" / "smoke" / "celery" / "smoke_app.py").read_text()
+    assert "@worker_ready.connect" in smoke_app
+    assert 'os.environ.get("SMOKE_READY_FILE")' in smoke_app
+
+
+def test_the_base_image_is_a_build_argument_defaulting_to_slim_python() -> None:
+    text = DOCKERFILE.read_text()
+    stages = dockerfile_stages(text)
+    assert global_args(text) == {"OKURI_BASE_IMAGE": "python:3.12-slim"}
+    roots = {root_image(stages, stage.name) for stage in stages}
+    assert roots == {"${OKURI_BASE_IMAGE}"}, roots
 
 
 def test_the_okuri_image_runs_okuri_serve_as_a_non_root_user(compose: dict[str, Any]) -> None:
@@ -285,7 +341,8 @@ def test_the_okuri_image_runs_okuri_serve_as_a_non_root_user(compose: dict[str, 
     assert user is not None, "the image runs as root: no USER"
     uid = user.split(":")[0]
     assert uid not in ("root", "0"), f"USER {user} is root"
-    assert re.fullmatch(r"python:[0-9.]+-slim", root_image(stages, target)), "not a slim Python"
+    image = resolve(root_image(stages, target), global_args(DOCKERFILE.read_text()))
+    assert re.fullmatch(r"python:[0-9.]+-slim", image), f"not a slim Python: {image}"
 
 
 def test_dockerfile_sets_only_okuri_variables_okuri_reads() -> None:
@@ -316,3 +373,146 @@ def test_dockerignore_lets_in_everything_the_dockerfile_copies() -> None:
 def test_compose_warns_that_its_credentials_are_for_development_only() -> None:
     header = COMPOSE.read_text().split("\nservices:", 1)[0]
     assert "DEVELOPMENT CREDENTIALS" in header and "Never reuse them" in header
+
+
+# --- the compose file of `make compose-test` (tests/compose) ----------------------------------
+
+IMAGES = compose_images.Images(
+    base="localhost/test/python", okuri="localhost/test/okuri", celery="localhost/test/celery",
+    s3="localhost/test/s3",
+)  # fmt: skip
+PORTS = compose_stack.Ports(sqs=18080, health=19090, s3=19000)
+
+
+@pytest.fixture
+def stack_file(compose: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    return compose_stack.stack_document(
+        copy.deepcopy(compose), "okuri-unit", IMAGES, PORTS, tmp_path / "records"
+    )
+
+
+def test_the_test_stack_follows_the_compose_specification(stack_file: dict[str, Any]) -> None:
+    errors = schema_errors(stack_file)
+    assert not errors, "the test stack breaks the Compose Specification:\n" + "\n".join(errors)
+    assert set(stack_file["services"]) == set(compose_stack.SERVICES)
+
+
+def test_the_test_stack_runs_compose_yaml_okuri_and_worker_on_moto_instead_of_minio(
+    compose: dict[str, Any], stack_file: dict[str, Any], tmp_path: Path
+) -> None:
+    services = stack_file["services"]
+    assert "minio" not in yaml.safe_dump(stack_file).lower()
+    for name, changed in (("okuri", set()), ("celery-worker", {"SMOKE_RECORD_DIR"})):
+        theirs, ours = environment(compose["services"][name]), environment(services[name])
+        assert set(ours) == set(theirs), name
+        differ = {key for key in ours if ours[key] != theirs[key]}
+        assert differ <= set(compose_stack.S3_ENVIRONMENT) | changed, (name, differ)
+        assert {k: v for k, v in ours.items() if k in compose_stack.S3_ENVIRONMENT} == {
+            k: v for k, v in compose_stack.S3_ENVIRONMENT.items() if k in ours
+        }
+    assert services["okuri"]["image"] == IMAGES.okuri
+    assert services["celery-worker"]["image"] == IMAGES.celery
+    assert services["s3"]["image"] == services["s3-init"]["image"] == IMAGES.s3
+    bucket = environment(services["okuri"])["OKURI_S3_BUCKET"]
+    assert services["s3-init"]["command"][-2:] == [compose_stack.S3_URL, bucket]
+    assert environment(services["celery-worker"])["SMOKE_S3_BUCKET"] == bucket
+    assert services["celery-worker"]["volumes"] == [
+        f"{tmp_path / 'records'}:{compose_stack.RECORD_DIR}"
+    ]
+    names = {service["container_name"] for service in services.values()}
+    assert names == {f"okuri-unit-{name}" for name in compose_stack.SERVICES}
+
+
+def test_the_test_stack_publishes_its_free_ports_on_loopback_only(
+    compose: dict[str, Any], stack_file: dict[str, Any]
+) -> None:
+    published = {
+        name: sorted(published_ports(service)) for name, service in stack_file["services"].items()
+    }
+    okuri_targets = sorted(target for _, _, target in published_ports(compose["services"]["okuri"]))
+    assert published["okuri"] == sorted(
+        [(LOOPBACK, PORTS.sqs, okuri_targets[0]), (LOOPBACK, PORTS.health, okuri_targets[1])]
+    )
+    assert published["s3"] == [(LOOPBACK, PORTS.s3, compose_stack.S3_PORT)]
+    assert published["s3-init"] == published["celery-worker"] == []
+
+
+def test_the_test_stack_healthchecks_are_compose_yaml_checks_in_shell_form(
+    compose: dict[str, Any], stack_file: dict[str, Any]
+) -> None:
+    """podman-compose 1.0.3 misquotes list-form checks; the shell form runs the same argv."""
+    for name in ("okuri", "celery-worker"):
+        theirs = compose["services"][name]["healthcheck"]
+        ours = stack_file["services"][name]["healthcheck"]
+        assert ours["test"][0] == "CMD-SHELL" and len(ours["test"]) == 2
+        assert shlex.split(ours["test"][1]) == theirs["test"][1:]
+        assert {k: v for k, v in ours.items() if k != "test"} == {
+            k: v for k, v in theirs.items() if k != "test"
+        }
+    assert stack_file["services"]["s3"]["healthcheck"]["test"][0] == "CMD-SHELL"
+    assert "healthcheck" not in stack_file["services"]["s3-init"]
+
+
+def test_a_minio_setting_the_test_stack_cannot_replace_fails_its_generation(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    grown = copy.deepcopy(compose)
+    grown["services"]["celery-worker"]["environment"]["SMOKE_MIRROR"] = "http://minio:9000"
+    with pytest.raises(ValueError, match="SMOKE_MIRROR"):
+        compose_stack.stack_document(grown, "okuri-unit", IMAGES, PORTS, tmp_path)
+
+
+ONE_LINE_SOURCES = """\
+# deb http://commented.example/debian trixie main
+deb http://security.example/debian-security trixie-security main
+deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] http://one.example/debian/ trixie main
+"""
+DEB822_SOURCES = """\
+Types: deb
+# http://snapshot.example/archive/debian/20250520T000000Z
+URIs: http://disabled.example/debian
+Suites: bookworm
+Components: main
+Enabled: no
+
+Types: deb-src deb
+URIs: http://mirror.example/debian
+Suites: bookworm bookworm-updates
+Components: main
+
+Types: deb
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main
+"""
+
+
+def test_the_base_image_mirror_is_the_one_the_apt_sources_name_for_the_release() -> None:
+    sources = {"debian.sources": DEB822_SOURCES, "sources.list": ONE_LINE_SOURCES}
+    assert compose_images.debian_mirror(sources, "bookworm") == "http://mirror.example/debian"
+    assert compose_images.debian_mirror(sources, "trixie") == "http://one.example/debian"
+    with pytest.raises(compose_images.ContainersUnavailable, match="sid"):
+        compose_images.debian_mirror(sources, "sid")
+
+
+def test_the_release_is_read_from_os_release() -> None:
+    text = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nVERSION_CODENAME=bookworm\nID=debian\n'
+    assert compose_images.os_codename(text) == "bookworm"
+    with pytest.raises(compose_images.ContainersUnavailable, match="VERSION_CODENAME"):
+        compose_images.os_codename("ID=alpine\n")
+
+
+def test_builds_trust_the_ca_bundle_the_environment_names(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+    assert compose_images.ca_bundle({"SSL_CERT_FILE": str(bundle)}) == bundle.read_bytes()
+    assert compose_images.ca_bundle({"PIP_CERT": str(bundle), "SSL_CERT_FILE": "/nonexistent"}) == (
+        bundle.read_bytes()
+    )
+    assert compose_images.ca_bundle({"SSL_CERT_FILE": str(tmp_path / "missing")}) == b""
+    assert compose_images.ca_bundle({}) == b""
+
+
+def test_an_unknown_engine_choice_is_refused_saying_what_to_choose() -> None:
+    with pytest.raises(compose_images.ContainersUnavailable, match="docker or podman"):
+        compose_images.detect_engine({"OKURI_COMPOSE_ENGINE": "lxc"})

@@ -7,6 +7,9 @@ workers and the producer cannot drift apart.
 Every task execution leaves a JSON file in SMOKE_RECORD_DIR (written when it starts, rewritten
 when it ends, each time atomically), so the tests see every run of every task across worker
 processes, including runs in processes that were killed.
+
+A worker touches SMOKE_READY_FILE, when set, once it consumes: the worker container's healthcheck
+(compose.yaml) reads it, since kombu's SQS transport cannot answer `celery inspect ping`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
+from celery.signals import worker_ready
 
 VISIBILITY_S = 5  # the queues' visibility timeout: short, so a dead worker's tasks return fast
 
@@ -80,6 +84,12 @@ if os.environ.get("SMOKE_HEARTBEAT") == "on":
     import okuri_celery
 
     okuri_celery.install(app)
+
+
+@worker_ready.connect
+def _mark_ready(**_: Any) -> None:
+    if path := os.environ.get("SMOKE_READY_FILE"):
+        Path(path).touch()
 
 
 # --- recording executions -------------------------------------------------------------------
