@@ -86,3 +86,24 @@ def test_readme_boto3_quickstart_runs_unchanged(readme_server: ServerProcess) ->
     script = block("quickstart-boto3")
     out = run(f"python - <<'PY'\n{script}PY\n", readme_server)
     assert "hello from boto3" in out
+
+
+def test_readme_engine_example_runs_unchanged(tmp_path: Path) -> None:
+    """In a directory of its own (it makes ./okuri-data), with okuri's environment activated;
+    run twice, since the second finds its queue already there."""
+    script = (
+        f". {README.parent}/.venv/bin/activate\npython - <<'PY'\n{block('quickstart-engine')}PY\n"
+    )
+    for _ in range(2):
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "b'hello' 1\n"
+    assert (tmp_path / "okuri-data").is_dir()
