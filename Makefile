@@ -125,7 +125,8 @@ $(GO_SDKS) &:
 # Laravel's SQS queue driver for tests/smoke/laravel (docs/laravel.md): PHP with the extensions
 # the app uses and Debian's Laravel 8 and Guzzle packages; the AWS SDK for PHP is not packaged
 # and is read in place from ../shared/clients/aws-sdk-php (the test skips where it is absent,
-# and fails in CI). Checked on every run, installed with apt-get only when something is missing.
+# as the other clients there do). Checked on every run, installed with apt-get only when
+# something is missing.
 PHP_PACKAGES := php-cli php-curl php-mbstring php-sqlite3 php-xml php-laravel-framework \
 	php-guzzlehttp-guzzle php-guzzlehttp-psr7 php-guzzlehttp-promises php-psr-http-message \
 	php-psr-http-client

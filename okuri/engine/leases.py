@@ -291,18 +291,18 @@ class Receiver:
             self._discovery = asyncio.create_task(self._discover())
 
     async def _discover(self) -> None:
-        """While someone long-polls here, look for slots written through other nodes."""
-        delay_ms = limits.poll_ms_min
+        """While someone long-polls here, look for slots written through other nodes, as often
+        as the slot log's pacing allows (every 50 ms while slots keep coming, backing off to
+        once a second on a quiet log)."""
         while self.waiters > 0:
             try:
-                found = await self.slots.discover(limits.receive_messages_max * 4)
+                await self.slots.discover(limits.receive_messages_max * 4, paced=True)
                 if self.manifest.age_s() >= limits.manifest_refresh_ms / 1000:
                     await self.manifest.refresh()  # visibility changes made on other nodes
             except (QueueDoesNotExist, Unavailable):
                 self.notify()
                 return
-            delay_ms = limits.poll_ms_min if found else min(delay_ms * 2, limits.poll_ms_max)
-            await self.clock.sleep(delay_ms / 1000)
+            await self.clock.sleep(max(limits.poll_ms_min / 1000, self.slots.next_probe_in_s()))
 
     def close(self) -> None:
         if self._discovery is not None:

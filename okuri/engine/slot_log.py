@@ -87,6 +87,10 @@ class SlotLog:
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
         self.last_probe_ended = False  # the last read round met an empty slot
+        # How long a probe that met the end of the log stands for the next: doubled by each
+        # such probe that found nothing, back to the minimum when one finds a slot. Kept across
+        # receives, so a consumer repeating short polls costs at most one GET a second here.
+        self.poll_ms = limits.poll_ms_min
         self.dedup = DedupIndex()  # FIFO queues only
         self.producer: Batcher[Message, tuple[int, int]] = Batcher(
             clock,
@@ -301,17 +305,16 @@ class SlotLog:
         """Know an unbroken run of slots from the cursor holding `want_messages`, reading slots
         until then or until an empty one; how many slots became known.
 
-        `paced`: no read within the minimum poll interval after one that met the end of the
-        log (a receive woken by the discovery loop uses what that loop has just read).
+        `paced`: no read while the last one that met the end of the log still stands
+        (`poll_ms`): what it found, or that it found nothing, is as good as a new read.
         """
         st = await self.manifest.current()
         inc = st.incarnation
         head, have, found = self._known_run(st)
-        waited = self.clock.monotonic_s() - self.last_probe_s
-        if paced and self.last_probe_ended and waited < limits.poll_ms_min / 1000:
+        if paced and self.next_probe_in_s() > 0:
             return self._found(found)
         self.last_probe_s = self.clock.monotonic_s()
-        reads, ended = 0, False
+        reads, ended, new = 0, False, 0
         while have < max(want_messages, 1) and reads < limits.probe_segments_max:
             width = min(self._width, limits.probe_segments_max - reads)
             segs = await asyncio.gather(*(self.read_slot(inc, head + i) for i in range(width)))
@@ -324,7 +327,7 @@ class SlotLog:
                 have += len(seg.messages)
                 head += 1
                 got += 1
-            found += got
+            new += got
             self._stats["discovery_rounds"] += 1
             if got < width:
                 self._width = max(1, got)
@@ -332,7 +335,18 @@ class SlotLog:
                 break
             self._width = min(self._width * 2, limits.probe_parallel_max)
         self.last_probe_ended = ended
-        return self._found(found)
+        if new or not ended:
+            self.poll_ms = limits.poll_ms_min
+        else:
+            self.poll_ms = min(self.poll_ms * 2, limits.poll_ms_max)
+        return self._found(found + new)
+
+    def next_probe_in_s(self) -> float:
+        """How long the last probe's answer still stands (0: probe now)."""
+        if not self.last_probe_ended:
+            return 0.0
+        due = self.last_probe_s + self.poll_ms / 1000
+        return max(0.0, due - self.clock.monotonic_s())
 
     def _found(self, found: int) -> int:
         if found:

@@ -51,7 +51,7 @@ def test_fifo_seeds_split_groups_resend_dead_letter_and_crash() -> None:
     of a group in one receive, heads of groups given back, deletes whose answer was lost (or
     visibility changes), dead letters in the FIFO dead-letter queue, crashes."""
     seen = {"duplicates": 0, "group_batches": 0, "given_back": 0, "dlq": 0, "crashes": 0}
-    for seed in fifo_seeds(60):
+    for seed in fifo_seeds(80):
         result = run_seed(seed)
         assert result.ok, describe(result)
         h = result.history

@@ -11,15 +11,14 @@ packaged Laravel (8.83; `make clients` installs it) with the AWS SDK for PHP rea
 
 The app checks these itself and exits non-zero when one fails; this test checks them again from
 what the app leaves behind (its run log and its failed_jobs table), so a broken check on either
-side cannot pass alone. Where the SDK is absent (a user's clone) the tests skip, saying so; in
-CI (CI=true) they fail instead.
+side cannot pass alone. Where the SDK is absent (a clone without ../shared beside it) the tests
+skip, saying so, as the other third-party clients of ../shared do.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import subprocess
 from dataclasses import dataclass
@@ -52,12 +51,10 @@ class SmokeRun:
 
 @pytest.fixture(scope="module")
 def laravel() -> Client:
-    """The smoke app, runnable: skip without the SDK (fail in CI), fail if PHP is missing."""
+    """The smoke app, runnable: skip without the SDK, fail if PHP is missing."""
     sdk = laravel_sdk_missing()
     if sdk is not None:
         why = f"Laravel's live smoke test needs the AWS SDK for PHP: {sdk}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{why}; CI=true, where it must run", pytrace=False)
         pytest.skip(why)
     client = CLIENTS["laravel"]
     missing = client.missing()
