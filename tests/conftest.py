@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY  # noqa: E402
 from tests.servers import (  # noqa: E402  (after the sys.path fix)
     BIND_ATTEMPTS,
     START_S,
@@ -212,3 +213,20 @@ def sqs_server(
     srv = start_server(tmp, env)
     yield srv
     srv.terminate()
+
+
+@pytest.fixture(scope="module")
+def readme_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`okuri serve` with nothing but its address and store set: the README's key pair, for the
+    tests that run the README's blocks (tests/readme.py)."""
+    tmp = tmp_path_factory.mktemp("readme")
+    server = start_server(
+        tmp,
+        {
+            "OKURI_DATA_DIR": str(tmp / "data"),
+            "OKURI_ACCESS_KEY_ID": DEV_ACCESS_KEY_ID,
+            "OKURI_SECRET_ACCESS_KEY": DEV_SECRET_ACCESS_KEY,
+        },
+    )
+    yield server
+    server.terminate()

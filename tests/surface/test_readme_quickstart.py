@@ -7,59 +7,11 @@ is the server's default development pair; the CLI commands and the boto3 script 
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
-from tests.servers import ServerProcess, start_server
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def block(marker: str) -> str:
-    match = re.search(rf"<!-- {marker} -->\s*```\w+\n(.*?)```", README.read_text(), re.S)
-    assert match, f"README has no {marker} block"
-    return match.group(1)
-
-
-CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-@pytest.fixture(scope="module")
-def readme_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """`okuri serve` with nothing but its address and store set: the README's key pair."""
-    tmp = tmp_path_factory.mktemp("readme")
-    server = start_server(
-        tmp,
-        {
-            "OKURI_DATA_DIR": str(tmp / "data"),
-            "OKURI_ACCESS_KEY_ID": DEV_ACCESS_KEY_ID,
-            "OKURI_SECRET_ACCESS_KEY": DEV_SECRET_ACCESS_KEY,
-        },
-    )
-    yield server
-    server.terminate()
-
-
-README_ENDPOINT = "http://localhost:8080"
-
-
-def environment() -> dict[str, str]:
-    """This process's environment without anything a README block sets up itself."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_", "PYTHON"))}
-    return {**base, "PATH": CLEAN_PATH}
-
-
-def env_block(server: ServerProcess) -> str:
-    text = block("quickstart-env")
-    assert README_ENDPOINT in text and f"AWS_ACCESS_KEY_ID={DEV_ACCESS_KEY_ID} " in text, text
-    assert f"AWS_SECRET_ACCESS_KEY={DEV_SECRET_ACCESS_KEY} " in text, text
-    return text.replace(README_ENDPOINT, server.url)
+from tests.readme import README, block, env_block, environment
+from tests.servers import ServerProcess
 
 
 def run(script: str, server: ServerProcess) -> str:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from celery_smoke import CeleryOkuri, CeleryWorker
 
+from tests.readme import CLEAN_PATH, block
 from tests.servers import SQS_KEY, SQS_SECRET
-from tests.surface.test_readme_quickstart import CLEAN_PATH, block
 
 INTEGRATION = Path(__file__).resolve().parents[3] / "integrations" / "celery"
 README_BROKER = "sqs://okuri:okuri-local-secret@localhost:8080"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from compat.clients import CLIENTS, ROOT, Client, laravel_sdk_missing
+from compat.clients import ROOT, Client
 from tests.servers import ServerProcess, client_environ, explain, text
 
 RUN_S = 180.0  # the queue scenario takes about 12 s: a 5 s delay, then a 6 s empty long poll
@@ -49,31 +49,12 @@ class SmokeRun:
         return [r for r in self.runs if r["job"] == job]
 
 
-@pytest.fixture(scope="module")
-def laravel() -> Client:
-    """The smoke app, runnable: skip without the SDK, fail if PHP is missing."""
-    sdk = laravel_sdk_missing()
-    if sdk is not None:
-        why = f"Laravel's live smoke test needs the AWS SDK for PHP: {sdk}"
-        pytest.skip(why)
-    client = CLIENTS["laravel"]
-    missing = client.missing()
-    if missing is not None:
-        pytest.fail(f"laravel cannot run: {missing}; run `make clients`", pytrace=False)
-    return client
-
-
-def run_smoke(server: ServerProcess, client: Client, scenario: str, tmp: Path) -> SmokeRun:
-    """Run one scenario of the app against `server`, its storage and database kept in `tmp`."""
-    storage, database = tmp / "storage", tmp / "smoke.sqlite"
-    env = {
-        **client_environ(server, client, scenario, tmp),
-        "LARAVEL_STORAGE_PATH": str(storage),
-        "DB_DATABASE": str(database),
-        "APP_SERVICES_CACHE": str(tmp / "services.php"),
-        "APP_PACKAGES_CACHE": str(tmp / "packages.php"),
-    }
-    (storage / "logs").mkdir(parents=True)
+def run_smoke(
+    server: ServerProcess, client: Client, scenario: str, tmp: Path, app_env: dict[str, str]
+) -> SmokeRun:
+    """Run one scenario of the app against `server`, its files where `app_env` puts them."""
+    storage, database = Path(app_env["LARAVEL_STORAGE_PATH"]), Path(app_env["DB_DATABASE"])
+    env = {**client_environ(server, client, scenario, tmp), **app_env}
     try:
         done = subprocess.run(
             client.argv(),
@@ -106,9 +87,9 @@ def queue_urls(server: ServerProcess, name: str) -> list[str]:
 
 
 def test_laravel_runs_each_job_once_waits_out_a_delay_and_fails_a_job_into_failed_jobs(
-    laravel: Client, sqs_server: ServerProcess, tmp_path: Path
+    laravel: Client, sqs_server: ServerProcess, tmp_path: Path, laravel_env: dict[str, str]
 ) -> None:
-    run = run_smoke(sqs_server, laravel, "laravel-queue", tmp_path)
+    run = run_smoke(sqs_server, laravel, "laravel-queue", tmp_path, laravel_env)
 
     for i in range(1, 6):
         assert [r["attempt"] for r in run.of(f"job-{i}")] == [1], run.runs
@@ -128,9 +109,9 @@ def test_laravel_runs_each_job_once_waits_out_a_delay_and_fails_a_job_into_faile
 
 
 def test_laravel_fifo_groups_keep_their_order_through_a_retry_and_a_duplicate_never_runs(
-    laravel: Client, sqs_server: ServerProcess, tmp_path: Path
+    laravel: Client, sqs_server: ServerProcess, tmp_path: Path, laravel_env: dict[str, str]
 ) -> None:
-    run = run_smoke(sqs_server, laravel, "laravel-fifo", tmp_path)
+    run = run_smoke(sqs_server, laravel, "laravel-fifo", tmp_path, laravel_env)
 
     ran = {
         group: [

@@ -7,6 +7,7 @@ use Illuminate\Foundation\Console\Kernel as ConsoleKernel;
 class Kernel extends ConsoleKernel
 {
     protected $commands = [
+        Commands\OkuriDispatch::class,
         Commands\OkuriSmoke::class,
     ];
 }

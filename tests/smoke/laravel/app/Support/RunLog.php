@@ -13,15 +13,13 @@ class RunLog
 
     public static function reset(): void
     {
-        $dir = dirname(self::path());
-        if (! is_dir($dir)) {
-            mkdir($dir, 0777, true);
-        }
+        self::makeDirectory();
         file_put_contents(self::path(), '');
     }
 
     public static function append(array $entry): void
     {
+        self::makeDirectory();  // a worker may run before anything reset the log
         file_put_contents(self::path(), json_encode($entry)."\n", FILE_APPEND | LOCK_EX);
     }
 
@@ -34,5 +32,13 @@ class RunLog
         $lines = array_filter(explode("\n", (string) file_get_contents(self::path())));
 
         return array_values(array_map(fn (string $line) => json_decode($line, true), $lines));
+    }
+
+    private static function makeDirectory(): void
+    {
+        $dir = dirname(self::path());
+        if (! is_dir($dir)) {
+            mkdir($dir, 0777, true);
+        }
     }
 }
