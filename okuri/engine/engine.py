@@ -55,6 +55,7 @@ class Engine:
             store, clock, self.cache, self.stats, self.node_id, linger_ms, self.peering
         )
         self._queues: dict[str, Queue] = {}
+        self._stopping = False
         self.moves = MoveTasks(self)
 
     def runtime(self, name: str) -> Queue:
@@ -63,6 +64,8 @@ class Engine:
         q = self._queues.get(name)
         if q is None:
             q = self._queues[name] = Queue(self._node, name, self._send_to)
+            if self._stopping:
+                q.receiver.stop_waiting()
         return q
 
     async def _send_to(self, name: str, messages: Sequence[Message]) -> None:
@@ -301,6 +304,14 @@ class Engine:
         leases (graceful shutdown)."""
         await self.moves.close()
         await asyncio.gather(*(rt.close() for rt in self._queues.values()))
+
+    def stop_waiting(self) -> None:
+        """Answer every long poll on this node now, and every later one without waiting: the
+        first step of a graceful shutdown, so that idle consumers do not hold it up for their
+        whole WaitTimeSeconds."""
+        self._stopping = True
+        for rt in self._queues.values():
+            rt.receiver.stop_waiting()
 
     def crash(self) -> None:
         """Drop everything in flight at once, as a killed process would (simulation only)."""

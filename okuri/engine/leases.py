@@ -76,6 +76,7 @@ class Receiver:
         self._dead_letter = dead_letter
         self.buffer: list[_Buffered] = []
         self.waiters = 0
+        self.stopping = False  # the node is shutting down: answer what is there, wait for nothing
         self._signal = asyncio.Event()
         self._receive_calls: deque[float] = deque(maxlen=64)
         self._discovery: asyncio.Task[None] | None = None
@@ -86,6 +87,11 @@ class Receiver:
         """Wake every long-poller of this queue on this node."""
         self._signal.set()
         self._signal = asyncio.Event()
+
+    def stop_waiting(self) -> None:
+        """End every long poll with what it has (usually nothing), now and from now on."""
+        self.stopping = True
+        self.notify()
 
     def reset(self) -> None:
         self.buffer.clear()
@@ -105,7 +111,7 @@ class Receiver:
             if deliveries:
                 return deliveries
             remaining = deadline - self.clock.monotonic_s()
-            if remaining <= 0:
+            if remaining <= 0 or self.stopping:
                 return []
             st = await self.manifest.current()
             soonest = next_expiry_ms(st, self.clock.now_ms())

@@ -87,10 +87,12 @@ class SlotLog:
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
         self.last_probe_ended = False  # the last read round met an empty slot
-        # How long a probe that met the end of the log stands for the next: doubled by each
-        # such probe that found nothing, back to the minimum when one finds a slot. Kept across
-        # receives, so a consumer repeating short polls costs at most one GET a second here.
+        # How long a probe that met the end of the log stands for the next: the minimum while
+        # slots came within the last `poll_ms_max`, then doubled by each probe that finds none.
+        # Kept across receives, so a consumer repeating short polls on a quiet queue costs at
+        # most one GET a second here.
         self.poll_ms = limits.poll_ms_min
+        self.last_found_s = -1e18
         self.dedup = DedupIndex()  # FIFO queues only
         self.producer: Batcher[Message, tuple[int, int]] = Batcher(
             clock,
@@ -335,7 +337,10 @@ class SlotLog:
                 break
             self._width = min(self._width * 2, limits.probe_parallel_max)
         self.last_probe_ended = ended
+        now = self.clock.monotonic_s()
         if new or not ended:
+            self.last_found_s = now
+        if now - self.last_found_s < limits.poll_ms_max / 1000:
             self.poll_ms = limits.poll_ms_min
         else:
             self.poll_ms = min(self.poll_ms * 2, limits.poll_ms_max)

@@ -265,6 +265,11 @@ class Server:
         """Shut down in order; True when every pending send was flushed to the store."""
         self.health.phase = "stopping"
         flushed = True
+        # Idle long polls answer at once rather than hold the drain for their WaitTimeSeconds.
+        if self.engine is not None:
+            self.engine.stop_waiting()
+        if self.regions is not None:
+            self.regions.stop_waiting()
         await self._main_runner.cleanup()
         regions, self.regions = self.regions, None
         if regions is not None:

@@ -57,6 +57,11 @@ class Regions:
             log.info("serving queues of region %s", region)
         return actions
 
+    def stop_waiting(self) -> None:
+        """End the long polls of every other region's engine (Engine.stop_waiting)."""
+        for actions in self._other.values():
+            actions.engine.stop_waiting()
+
     async def close(self) -> None:
         for actions in self._other.values():
             await actions.engine.close()

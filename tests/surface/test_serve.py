@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +20,7 @@ import boto3
 
 from okuri.clock import SystemClock
 from okuri.engine import Engine, SendRequest
+from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
 from okuri.store.local import LocalStore
 
 if TYPE_CHECKING:
@@ -114,6 +116,33 @@ def test_sigterm_drains_and_exits_zero_within_seconds(launch: Launch) -> None:
     assert time.monotonic() - started_s < 10
     assert "received SIGTERM" in server.log
     assert "stopped" in server.log
+    assert "Traceback" not in server.log
+
+
+def test_sigterm_answers_waiting_long_polls_at_once_instead_of_draining_for_them(
+    launch: Launch,
+) -> None:
+    """Idle consumers long-polling for 20 s must not hold a shutdown for the whole grace period:
+    their receives answer, empty, and the process exits within a few seconds."""
+    server = launch()
+    server.wait_for("/readyz")
+    sqs = server.sqs_client(DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY)
+    url = sqs.create_queue(QueueName="idle")["QueueUrl"]
+    answers: list[Any] = []
+
+    def poll() -> None:
+        answers.append(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20))
+
+    pollers = [threading.Thread(target=poll) for _ in range(3)]
+    for t in pollers:
+        t.start()
+    time.sleep(1.0)  # all three are waiting in the server
+    started_s = time.monotonic()
+    assert server.terminate(timeout_s=15) == 0
+    assert time.monotonic() - started_s < 5
+    for t in pollers:
+        t.join(5)
+    assert len(answers) == 3 and all(not a.get("Messages") for a in answers), answers
     assert "Traceback" not in server.log
 
 

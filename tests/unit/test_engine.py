@@ -333,6 +333,21 @@ async def test_long_poll_returns_nothing_at_its_deadline(node: Engine) -> None:
     assert 0.9 <= now_s() - start < 1.6
 
 
+async def test_stop_waiting_answers_long_polls_now_and_later_ones_at_once(node: Engine) -> None:
+    await node.create_queue(Q)
+    waiter = asyncio.create_task(node.receive(Q, wait_s=10))
+    await asyncio.sleep(0.1)
+    start = now_s()
+    node.stop_waiting()
+    assert await asyncio.wait_for(waiter, 2) == []
+    assert await node.receive(Q, wait_s=10) == []  # a receive that comes in while stopping
+    await node.create_queue("other")  # and one on a queue first seen while stopping
+    assert await node.receive("other", wait_s=10) == []
+    assert now_s() - start < 1.0
+    await send_bodies(node, Q, b"still served")
+    assert bodies(await node.receive(Q, wait_s=10)) == [b"still served"]
+
+
 async def test_queue_receive_wait_attribute_is_the_default_long_poll(node: Engine) -> None:
     await node.create_queue(Q, QueueAttrs(receive_wait_s=5))
     waiter = asyncio.create_task(node.receive(Q))
