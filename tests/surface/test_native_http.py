@@ -155,6 +155,10 @@ def test_produce_lease_complete_with_text_binary_and_headers(server: ServerProce
     ]
     ids = ok(call(server, "POST", f"/v1/queues/{name}/messages", {"items": items}))["ids"]
     assert len(ids) == 2 and len(set(ids)) == 2
+    twice = {"items": [{"body": "once", "dedup_id": "d-1"}, {"body": "once", "dedup_id": "d-1"}]}
+    first, repeat = ok(call(server, "POST", f"/v1/queues/{name}/messages", twice))["ids"]
+    assert first == repeat
+    ids.append(first)
     leased = ok(
         call(
             server,
@@ -166,14 +170,15 @@ def test_produce_lease_complete_with_text_binary_and_headers(server: ServerProce
     by_id = {item["id"]: item for item in leased}
     assert set(by_id) == set(ids)
     text, blob = by_id[ids[0]], by_id[ids[1]]
+    assert by_id[ids[2]]["body"] == "once"
     assert text["body"] == "héllo ✓" and text["headers"] == {"kind": "greeting"}
     assert base64.b64decode(blob["body_base64"]) == binary
     assert text["attempts"] == 1
     deadline = datetime.fromisoformat(text["lease_deadline"])
     assert timedelta(seconds=25) < deadline - datetime.now(UTC) <= timedelta(seconds=31)
-    handles = [text["handle"], blob["handle"], "not-a-handle"]
+    handles = [text["handle"], blob["handle"], by_id[ids[2]]["handle"], "not-a-handle"]
     results = ok(call(server, "POST", f"/v1/queues/{name}/complete", {"handles": handles}))
-    assert results["results"] == ["completed", "completed", "invalid"]
+    assert results["results"] == ["completed", "completed", "completed", "invalid"]
     again = ok(call(server, "POST", f"/v1/queues/{name}/complete", {"handles": handles[:1]}))
     assert again["results"] == ["gone"]
 
@@ -289,6 +294,13 @@ def test_native_to_sqs_and_sqs_to_native_with_the_same_text(server: ServerProces
     (message,) = got["Messages"]
     assert message["MessageId"] == native_id and message["Body"] == text
     assert message["MessageAttributes"]["trace"]["StringValue"] == "t-1"
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    binary = b"\xff\x00okuri"  # not UTF-8: SQS bodies are text, so it arrives as base64
+    blob = {"items": [{"body_base64": base64.b64encode(binary).decode()}]}
+    ok(call(server, "POST", f"/v1/queues/{name}/messages", blob))
+    (message,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=2)["Messages"]
+    assert base64.b64decode(message["Body"]) == binary
     sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
     back = "SQS → native: ✓"

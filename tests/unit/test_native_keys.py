@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,15 @@ def test_the_admin_key_is_a_secret_setting(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as err:
         Settings.load({"OKURI_ADMIN_KEY": "short"})
     assert "short" not in str(err.value) and "OKURI_ADMIN_KEY" in str(err.value)
+
+
+def test_okuri_keys_create_is_a_command_of_okuri(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "okuri.server.cli", "keys", "create", "--role", "admin",
+         "--file", str(path)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = KeyTable(None, load_keys_file(str(path))).principal(proc.stdout.strip())
+    assert found is not None and (found.role, found.namespace) == ("admin", "")
