@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import secrets
 import threading
 import time
 import uuid
@@ -110,3 +111,9 @@ class LoopClock:
 
     def new_id(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+
+def new_secret(nbytes: int = 32) -> str:
+    """A secret for a credential (a bearer key): OS randomness, never a seeded generator,
+    whichever clock is in use, so a simulated run cannot mint a guessable key."""
+    return secrets.token_urlsafe(nbytes)

@@ -109,3 +109,10 @@ name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix
 lock_attempts_max = 100
 mkdir_attempts_max = 16
 list_keys_max = 1000  # one ListObjectsV2 page
+
+# The native API (okuri/native/): items per produce, lease and finishing request; queues listed
+# per page. A lease of more than `receive_messages_max` is several engine receives.
+native_items_max = 100
+native_list_max = 1000
+native_text_chars_max = 1024  # a header value, a handle, a deduplication id
+native_headers_max = 10  # as many as SQS message attributes, so SQS clients see them all

@@ -159,6 +159,8 @@ class LeaseResult:
 
 AckResult = Literal["acked", "stale", "gone"]
 VisibilityResult = Literal["ok", "stale", "gone"]
+# A dead-letter move asked for by a consumer (okuri/engine/finishing.py); not a commit result.
+DeadLetterResult = Literal["dead", "stale", "gone"]
 Result = LeaseResult | AckResult | VisibilityResult | bool
 
 

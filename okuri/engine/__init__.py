@@ -21,9 +21,9 @@ from okuri.core.move_records import (
     NotADeadLetterQueue,
     dead_letter_target,
 )
-from okuri.core.names import QUEUE_NAME, validate_queue_name
+from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import AckResult, Counts, VisibilityResult
+from okuri.core.transitions import AckResult, Counts, DeadLetterResult, VisibilityResult
 from okuri.engine.engine import Engine
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -35,6 +35,7 @@ __all__ = [
     "QUEUE_NAME",
     "AckResult",
     "Counts",
+    "DeadLetterResult",
     "Delivery",
     "DestinationDoesNotExist",
     "Engine",
@@ -51,5 +52,6 @@ __all__ = [
     "SendResult",
     "VisibilityResult",
     "dead_letter_target",
+    "is_fifo_name",
     "validate_queue_name",
 ]

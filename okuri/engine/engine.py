@@ -18,7 +18,13 @@ from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import AckResult, Counts, VisibilityResult, counts
+from okuri.core.transitions import (
+    AckResult,
+    Counts,
+    DeadLetterResult,
+    VisibilityResult,
+    counts,
+)
 from okuri.engine.cache import SegmentCache
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
@@ -213,6 +219,15 @@ class Engine:
             if not 0 <= vis <= limits.visibility_s_max:
                 raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
         return await self.runtime(name).change_visibility(entries)
+
+    async def dead_letter(
+        self, name: str, receipt_handles: Sequence[str]
+    ) -> list[DeadLetterResult | ReceiptHandleInvalid]:
+        """Move leased messages to the queue's dead-letter queue now, on their consumer's word
+        ("dead" each; "stale" when the receipt is not the newest or its lease ran out; "gone"
+        when the message is finished). The dead-letter queue is the queue's target, else
+        `{name}-dlq`, created if missing, as for messages past maxReceiveCount."""
+        return await self.runtime(name).dead_letter(receipt_handles)
 
     async def send_raw(self, name: str, messages: Sequence[Message]) -> None:
         """Append already-built messages (moves, redrive) keeping their ids and times."""

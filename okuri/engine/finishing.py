@@ -19,11 +19,13 @@ from okuri.core.transitions import (
     Ack,
     AckResult,
     ChangeVisibility,
+    DeadLetterResult,
     Grant,
     MarkDead,
     Op,
     Result,
     VisibilityResult,
+    current_lease,
 )
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
@@ -93,31 +95,77 @@ class Finisher:
     async def dead_letter(self, grants: list[Grant]) -> None:
         """Copy messages past maxReceiveCount to the dead-letter queue, then finish them here."""
         try:
-            st = await self.manifest.current()
-            target = dead_letter_target(self.name, st.attrs) or f"{self.name}-dlq"
-            deliveries = await self.slots.deliveries(st, grants)
-            await self._send_to(
-                target,
-                [
-                    replace(
-                        d.message,
-                        visible_at_ms=d.message.sent_ms,
-                        dead_letter_source=self.name,
-                        # The receive that moved it delivered nothing: it does not count.
-                        receives_before=d.receive_count - 1,
-                        dedup_key=_dead_letter_key(d.message),
-                    )
-                    for d in deliveries
-                ],
-            )
-            await self.manifest.commit(
-                [MarkDead(g.seq, g.idx, g.epoch, st.incarnation) for g in grants]
-            )
-            self._stats["dead_lettered"] += len(grants)
+            await self._move_dead(grants, delivered=False)
         except (QueueDoesNotExist, Unavailable) as err:
             log.warning(
                 "dead-letter move from %s failed (will retry on expiry): %s", self.name, err
             )
+
+    async def dead_letter_now(
+        self, handles: Sequence[str], now_ms: int
+    ) -> list[DeadLetterResult | ReceiptHandleInvalid]:
+        """Move leased messages to the dead-letter queue on their consumer's word (the native
+        API's `dead: true`), by the same copy-then-finish path as `dead_letter`.
+
+        Only the newest receipt of a message whose lease is still running may do it: a lease
+        that ran out may be re-leased by another consumer at any moment, and a copy made for a
+        stale receipt would then sit in the dead-letter queue beside a live message.
+        Errors reaching the dead-letter queue are raised, not logged: the caller asked.
+        """
+        st = await self.manifest.current()
+        parsed = self._receipts(handles, st.incarnation)
+        out: list[DeadLetterResult | ReceiptHandleInvalid] = []
+        grants: dict[int, Grant] = {}
+        for i, r in enumerate(parsed):
+            if isinstance(r, ReceiptHandleInvalid):
+                out.append(r)
+                continue
+            lease = current_lease(st, r.seq, r.idx)
+            if lease is None:
+                out.append("gone" if r.seq < st.loaded_upto() else "stale")
+            elif lease[0] != r.epoch or lease[1] <= now_ms:
+                out.append("stale")
+            else:
+                grants[i] = Grant(r.seq, r.idx, r.epoch, lease[2])
+                out.append("dead")
+        if grants:
+            done = await self._move_dead(list(grants.values()), delivered=True)
+            for i, moved in zip(grants, done, strict=True):
+                out[i] = "dead" if moved else "stale"
+        return out
+
+    async def _move_dead(self, grants: list[Grant], *, delivered: bool) -> list[bool]:
+        """Copy the messages `grants` lease to the dead-letter queue, then mark them dead here
+        (each True when its lease was still the newest). `delivered`: the receive that leased
+        them handed them to a consumer, so it counts among their receives."""
+        st = await self.manifest.current()
+        # The queue past maxReceiveCount; a queue with no limit may still name one for `dead`.
+        target = (
+            dead_letter_target(self.name, st.attrs)
+            or st.attrs.dead_letter_queue
+            or f"{self.name}-dlq"
+        )
+        deliveries = await self.slots.deliveries(st, grants)
+        uncounted = 0 if delivered else 1
+        await self._send_to(
+            target,
+            [
+                replace(
+                    d.message,
+                    visible_at_ms=d.message.sent_ms,
+                    dead_letter_source=self.name,
+                    # A receive that moved it without delivering it does not count.
+                    receives_before=d.receive_count - uncounted,
+                    dedup_key=_dead_letter_key(d.message),
+                )
+                for d in deliveries
+            ],
+        )
+        done = await self.manifest.commit(
+            [MarkDead(g.seq, g.idx, g.epoch, st.incarnation) for g in grants]
+        )
+        self._stats["dead_lettered"] += sum(1 for ok in done if ok is True)
+        return [ok is True for ok in done]
 
 
 def _dead_letter_key(message: Message) -> str | None:

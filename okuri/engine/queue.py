@@ -27,6 +27,7 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import (
     AckResult,
     Counts,
+    DeadLetterResult,
     Outcome,
     Purge,
     Reach,
@@ -195,6 +196,11 @@ class Queue:
         self, entries: Sequence[tuple[str, int]]
     ) -> list[VisibilityResult | ReceiptHandleInvalid]:
         return await self.finisher.change_visibility(entries)
+
+    async def dead_letter(
+        self, handles: Sequence[str]
+    ) -> list[DeadLetterResult | ReceiptHandleInvalid]:
+        return await self.finisher.dead_letter_now(handles, self.clock.now_ms())
 
     async def commit_for_peer(self, req: CommitRequest) -> tuple[list[Result], str, bytes]:
         """Commit what a node that takes this one for the queue's leader forwarded: its

@@ -28,6 +28,10 @@ from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
 from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
+from okuri.native.http import PREFIX as NATIVE_PREFIX
+from okuri.native.http import NativeHttp
+from okuri.native.keyfile import load_keys_file
+from okuri.native.keys import KeysFileInvalid, KeyTable
 from okuri.server.health import Health, health_app
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
@@ -147,6 +151,9 @@ class Server:
         self.peers = Peers(settings.secret_access_key, self._engine_for_scope)
         main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("POST", PEER_PATH, self._serve_peer)
+        self.native: NativeHttp | None = None
+        self.key_table = KeyTable(settings.admin_key, [])
+        main.router.add_route("*", NATIVE_PREFIX + "{tail:.*}", self._serve_native)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
@@ -156,6 +163,25 @@ class Server:
         if self.sqs is None:
             raise web.HTTPServiceUnavailable(text="starting")
         return await self.sqs.handle(request)
+
+    async def _serve_native(self, request: web.Request) -> web.StreamResponse:
+        if self.native is None:
+            raise web.HTTPServiceUnavailable(text="starting")
+        return await self.native.handle(request)
+
+    def _load_keys(self) -> KeyTable:
+        """The admin key and the keys file's keys; raises KeysFileInvalid."""
+        path = self.settings.api_keys_file
+        return self.key_table.with_stored(load_keys_file(path) if path else [])
+
+    def reload_keys(self) -> None:
+        """Re-read the keys file (SIGHUP); a file that does not load keeps the keys in use."""
+        try:
+            self.key_table = self._load_keys()
+        except KeysFileInvalid as err:
+            log.error("keeping the native API keys in use: %s", err)
+            return
+        log.info("native API keys reloaded from %s", self.settings.api_keys_file)
 
     async def _serve_peer(self, request: web.Request) -> web.StreamResponse:
         if self.regions is None:
@@ -214,6 +240,13 @@ class Server:
             keys.get if settings.auth else None,
             self.regions.actions_for,
         )
+        try:
+            self.key_table = await asyncio.to_thread(self._load_keys)
+        except KeysFileInvalid as err:
+            raise StartupError(str(err)) from err
+        self.native = NativeHttp(
+            self.engine, self.clock, (lambda: self.key_table) if settings.auth else None
+        )
         await _listen(self._main_runner, settings.listen, "SQS")
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
@@ -235,6 +268,11 @@ class Server:
                 "SQS clients are accepted with the built-in development key %r; set "
                 "OKURI_ACCESS_KEY_ID and OKURI_SECRET_ACCESS_KEY before exposing this server",
                 settings.access_key_id,
+            )
+        if settings.auth and self.key_table.empty:
+            log.info(
+                "the native API (/v1/) refuses every request until a key is configured: set "
+                "OKURI_ADMIN_KEY or OKURI_API_KEYS_FILE"
             )
 
     def _depth_lines(self) -> list[str]:
@@ -292,11 +330,25 @@ class Server:
         return flushed
 
 
-async def serve(settings: Settings, stop: asyncio.Event, clock: Clock | None = None) -> int:
-    """Run a server until `stop` is set; a stop during start-up abandons the start cleanly."""
+async def _reload_on(hangup: asyncio.Event, server: Server) -> None:
+    while True:
+        await hangup.wait()
+        hangup.clear()
+        server.reload_keys()
+
+
+async def serve(
+    settings: Settings,
+    stop: asyncio.Event,
+    clock: Clock | None = None,
+    hangup: asyncio.Event | None = None,
+) -> int:
+    """Run a server until `stop` is set; a stop during start-up abandons the start cleanly.
+    Each time `hangup` is set (SIGHUP), the native API's keys file is read again."""
     server = Server(settings, clock)
     starting = asyncio.ensure_future(server.start())
     stopping = asyncio.ensure_future(stop.wait())
+    reloading = asyncio.ensure_future(_reload_on(hangup or asyncio.Event(), server))
     try:
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
@@ -308,6 +360,7 @@ async def serve(settings: Settings, stop: asyncio.Event, clock: Clock | None = N
         log.info("stopping: draining requests and flushing pending sends")
     finally:
         stopping.cancel()
+        reloading.cancel()
         flushed = await server.stop()
     log.info("stopped" if flushed else "stopped with unflushed sends")
     return 0 if flushed else 1
@@ -327,11 +380,14 @@ async def _serve_until_signalled(settings: Settings) -> int:
     log.debug("event loop: %s.%s", type(loop).__module__, type(loop).__name__)
     for sig in signals:
         loop.add_signal_handler(sig, on_signal, sig)
+    hangup = asyncio.Event()
+    loop.add_signal_handler(signal.SIGHUP, hangup.set)
     try:
-        return await serve(settings, stop)
+        return await serve(settings, stop, hangup=hangup)
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
+        loop.remove_signal_handler(signal.SIGHUP)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -28,6 +28,10 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "okuri.bench.cluster",
         "nodes on one store SIGKILLed under load: nothing lost",
     ),
+    ("keys", "create"): (
+        "okuri.native.keyfile",
+        "create a native API bearer key: okuri keys create --role R [--namespace N] --file F",
+    ),
     ("bench", "scaleout"): (
         "okuri.bench.scaleout",
         "simulated 1..16 nodes on an S3 latency model: throughput and cost",
@@ -56,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     for words, (_, text) in DELEGATES.items():
         if words[0] == "bench":
             bench_commands.add_parser(words[1], add_help=False, help=text)
+    keys = commands.add_parser("keys", help="native API bearer keys: okuri keys create")
+    keys_commands = keys.add_subparsers(dest="keys_command", metavar="KEYS", required=True)
+    keys_commands.add_parser("create", add_help=False, help=DELEGATES[("keys", "create")][1])
     return parser
 
 

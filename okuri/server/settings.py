@@ -27,6 +27,10 @@ DEV_SECRET_ACCESS_KEY = "okuri-local-secret"
 # A linger longer than this holds every send for seconds: surely a unit mistake (s for ms).
 LINGER_MS_MAX = limits.linger_ms_max
 
+# Options whose values are never shown: not in repr, help defaults or error messages.
+SECRETS = ("secret_access_key", "s3_secret_access_key", "admin_key")
+ADMIN_KEY_CHARS_MIN = 16
+
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -89,8 +93,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
     Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
-    Option("auth", "on", "SigV4 signature checks: 'on', or 'off' for local experiments only",
-           "on|off"),
+    Option("auth", "on", "SigV4 signature and bearer key checks: 'on', or 'off' for local "
+           "experiments only", "on|off"),
+    Option("admin_key", None,
+           "one admin bearer key for the native API (at least 16 characters; prefer the "
+           "environment variable: flags show up in ps)", "KEY"),
+    Option("api_keys_file", None,
+           "JSON file of hashed native API keys (`okuri keys create` writes it; reloaded on "
+           "SIGHUP)", "FILE"),
 )  # fmt: skip
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -159,6 +169,8 @@ class Settings:
     account_id: str
     log_level: str
     auth: bool = True
+    admin_key: str | None = field(default=None, repr=False)
+    api_keys_file: str | None = None
 
     @property
     def uses_s3(self) -> bool:
@@ -227,6 +239,8 @@ class Settings:
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
             log_level=raw.choice("log_level", LOG_LEVELS),
             auth=raw.choice("auth", ("on", "off")) == "on",
+            admin_key=raw.secret("admin_key", ADMIN_KEY_CHARS_MIN),
+            api_keys_file=raw.optional("api_keys_file"),
         )
 
 
@@ -234,7 +248,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per option, defaulting to None so `Settings.load` can tell "not given" apart."""
     for option in OPTIONS:
         default = "" if option.default is None else f" (default {option.default!r})"
-        if option.name in ("secret_access_key", "s3_secret_access_key"):
+        if option.name in SECRETS:
             default = ""  # the dev secret is documented, but help text need not repeat it
         parser.add_argument(
             option.flag,
@@ -270,13 +284,19 @@ class _Raw:
         if source == "default":
             source = _BY_NAME[name].env
         value_text = "" if value is None else value
-        if name in ("secret_access_key", "s3_secret_access_key"):
+        if name in SECRETS:
             value_text = "***"
         return SettingsError(f"{source}={value_text!r}: {why}")
 
     def optional(self, name: str) -> str | None:
         value = self._lookup(name)[0]
         return value.strip() if value is not None and value.strip() else None
+
+    def secret(self, name: str, chars_min: int) -> str | None:
+        value = self.optional(name)
+        if value is not None and (len(value) < chars_min or any(c.isspace() for c in value)):
+            raise self._fail(name, f"must be at least {chars_min} characters, without spaces")
+        return value
 
     def required(self, name: str) -> str:
         value = self.optional(name)

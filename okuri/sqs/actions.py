@@ -402,7 +402,10 @@ class SqsActions:
         self, d: Delivery, queue: str, system_names: Sequence[str], user_names: Sequence[str]
     ) -> dict[str, Any]:
         m = d.message
-        body = m.body.decode()
+        try:
+            body = m.body.decode()
+        except UnicodeDecodeError:  # binary, from the native API: SQS bodies are text
+            body = base64.b64encode(m.body).decode("ascii")
         out: dict[str, Any] = {
             "MessageId": m.id,
             "ReceiptHandle": d.receipt_handle,

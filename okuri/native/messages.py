@@ -1,0 +1,278 @@
+"""The native API's message operations: produce, lease, complete, retry, extend, redrive.
+
+Leases are the engine's receives: a lease handle is an SQS receipt handle, the lease timeout is
+the visibility timeout, attempts are the receive count. So an item produced here is an SQS
+message (a UTF-8 payload is its Body, headers are String message attributes) and the other
+way round, and maxReceiveCount dead-letters the same way on both surfaces.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from okuri import limits
+from okuri.clock import Clock
+from okuri.engine import Delivery, Engine, SendRequest, SendResult
+from okuri.errors import OkuriError, ReceiptHandleInvalid
+from okuri.native import codec
+from okuri.native.access import Access
+from okuri.native.errors import NativeError, bad_request, from_okuri
+from okuri.native.queues import queue_name
+
+ITEM_FIELDS = ("body", "body_base64", "headers", "dedup_id", "enqueue_at")
+# Header names SQS accepts as message attribute names, so SQS clients can read them.
+HEADER_NAME = re.compile(r"(?!AWS\.|Amazon\.|\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)", re.I)
+
+
+class Messages:
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    # --- produce ---------------------------------------------------------------------------
+
+    async def produce(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("items",))
+        access.require("produce", name)
+        entries = codec.items(doc, "items", limits.native_items_max)
+        now_ms = self.clock.now_ms()
+        requests = [self._send_request(e, i, now_ms) for i, e in enumerate(entries)]
+        attrs = (await self.engine.cached_queue(name)).attrs
+        if attrs.fifo:
+            raise bad_request(
+                "Producing to a FIFO queue is not in the native API yet; use SQS.", "unsupported"
+            )
+        for i, r in enumerate(requests):
+            if len(r.body) > attrs.max_message_bytes:
+                raise NativeError(
+                    413,
+                    "too_large",
+                    f"items[{i}] is {len(r.body)} bytes; the queue takes at most "
+                    f"{attrs.max_message_bytes}.",
+                )
+        results = await self.engine.send(name, requests)
+        return _ids(results)
+
+    def _send_request(self, entry: object, i: int, now_ms: int) -> SendRequest:
+        where = f"items[{i}]"
+        if not isinstance(entry, dict):
+            raise bad_request(f"{where} must be an object.", "wrong_type")
+        codec.fields(entry, ITEM_FIELDS, where)
+        text = codec.text(entry, "body", most=limits.request_bytes_max)
+        b64 = codec.text(entry, "body_base64", most=limits.request_bytes_max)
+        if (text is None) == (b64 is None):
+            raise bad_request(f"{where} needs exactly one of 'body' and 'body_base64'.")
+        body = text.encode() if text is not None else codec.base64_bytes(b64 or "", "body_base64")
+        headers = codec.obj(entry, "headers") or {}
+        if len(headers) > limits.native_headers_max:
+            raise bad_request(f"{where}: at most {limits.native_headers_max} headers.")
+        attributes: dict[str, Any] = {}
+        for key, value in headers.items():
+            if not HEADER_NAME.fullmatch(key):
+                raise bad_request(
+                    f"{where}: header {key[:80]!r} is not a valid name (letters, digits, '-', "
+                    "'_', '.'; not starting with AWS. or Amazon.).",
+                    "invalid_argument",
+                )
+            if not isinstance(value, str) or not value:
+                raise bad_request(f"{where}: header {key!r} must be a non-empty string.")
+            if len(value) > limits.native_text_chars_max:
+                raise bad_request(f"{where}: header {key!r} is too long.", "out_of_range")
+            attributes[key] = {"DataType": "String", "StringValue": value}
+        dedup_id = codec.text(entry, "dedup_id", most=128)
+        return SendRequest(
+            body=body,
+            delay_s=self._delay_s(entry, now_ms, where),
+            attributes=attributes,
+            dedup_id=None if dedup_id is None else "native\n" + dedup_id,
+        )
+
+    @staticmethod
+    def _delay_s(entry: codec.Obj, now_ms: int, where: str) -> int | None:
+        at_ms = codec.timestamp_ms(entry, "enqueue_at")
+        if at_ms is None:
+            return None
+        delay_s = max(0, math.ceil((at_ms - now_ms) / 1000))
+        if delay_s > limits.delay_s_max:
+            raise bad_request(
+                f"{where}: enqueue_at is {delay_s} s away; this version schedules at most "
+                f"{limits.delay_s_max} s ({limits.delay_s_max // 60} minutes) ahead.",
+                "out_of_range",
+            )
+        return delay_s
+
+    # --- lease -----------------------------------------------------------------------------
+
+    async def lease(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("max_items", "lease_s", "request_timeout_s"))
+        access.require("lease", name)
+        most = codec.integer(doc, "max_items", 1, limits.native_items_max, 1) or 1
+        lease_s = codec.integer(doc, "lease_s", 1, limits.visibility_s_max)
+        wait_s = codec.integer(doc, "request_timeout_s", 0, limits.wait_s_max, 0) or 0
+        if lease_s is None:
+            lease_s = (await self.engine.cached_queue(name)).attrs.visibility_timeout_s
+        started_ms = self.clock.now_ms()
+        got: list[Delivery] = []
+        while len(got) < most:  # the engine leases at most ten at a time
+            batch = await self.engine.receive(
+                name,
+                min(limits.receive_messages_max, most - len(got)),
+                lease_s,
+                0 if got else wait_s,
+            )
+            got.extend(batch)
+            if len(batch) < limits.receive_messages_max:
+                break
+        # A lower bound: the engine's lease starts when its commit lands, after this.
+        deadline = codec.rfc3339(started_ms + lease_s * 1000)
+        return {"items": [_render(d, deadline) for d in got]}
+
+    # --- finishing -------------------------------------------------------------------------
+
+    async def complete(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("handles",))
+        access.require("complete", name)
+        handles = [
+            _handle(h, i)
+            for i, h in enumerate(codec.items(doc, "handles", limits.native_items_max))
+        ]
+        results = await self.engine.ack(name, handles)
+        return {"results": [_status(r, "completed") for r in results]}
+
+    async def extend(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("handles", "lease_s"))
+        access.require("extend", name)
+        handles = [
+            _handle(h, i)
+            for i, h in enumerate(codec.items(doc, "handles", limits.native_items_max))
+        ]
+        lease_s = codec.integer(doc, "lease_s", 1, limits.visibility_s_max)
+        if lease_s is None:
+            raise bad_request("'lease_s' is required.", "missing_field")
+        results = await self.engine.change_visibility(name, [(h, lease_s) for h in handles])
+        return {"results": [_status(r, "extended") for r in results]}
+
+    async def retry(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("items",))
+        access.require("retry", name)
+        entries = codec.items(doc, "items", limits.native_items_max)
+        now_ms = self.clock.now_ms()
+        later: list[tuple[int, str, int]] = []
+        dead: list[tuple[int, str]] = []
+        for i, entry in enumerate(entries):
+            where = f"items[{i}]"
+            if not isinstance(entry, dict):
+                raise bad_request(f"{where} must be an object.", "wrong_type")
+            codec.fields(entry, ("handle", "retry_at", "dead"), where)
+            handle = _handle(entry.get("handle"), i)
+            at_ms = codec.timestamp_ms(entry, "retry_at")
+            if codec.flag(entry, "dead"):
+                if at_ms is not None:
+                    raise bad_request(f"{where}: 'dead' and 'retry_at' exclude each other.")
+                dead.append((i, handle))
+                continue
+            delay_s = 0 if at_ms is None else max(0, math.ceil((at_ms - now_ms) / 1000))
+            if delay_s > limits.visibility_s_max:
+                raise bad_request(
+                    f"{where}: retry_at is {delay_s} s away; at most {limits.visibility_s_max} s "
+                    f"({limits.visibility_s_max // 3600} hours) ahead.",
+                    "out_of_range",
+                )
+            later.append((i, handle, delay_s))
+        out: list[str] = [""] * len(entries)
+        if later:
+            done = await self.engine.change_visibility(name, [(h, s) for _, h, s in later])
+            for (i, _, _), r in zip(later, done, strict=True):
+                out[i] = _status(r, "retried")
+        if dead:
+            moved = await self.engine.dead_letter(name, [h for _, h in dead])
+            for (i, _), m in zip(dead, moved, strict=True):
+                out[i] = _status(m, "dead")
+        return {"results": out}
+
+    # --- redrive ---------------------------------------------------------------------------
+
+    async def redrive(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("target", "max_items"))
+        access.require("redrive", name)
+        target = doc.get("target")
+        if target is not None:
+            target = queue_name(target, "target")
+            access.require("redrive", target)
+        elif access.principal.namespace:
+            raise bad_request(
+                "A key limited to a namespace must name the 'target' queue of a redrive.",
+                "missing_field",
+            )
+        most = codec.integer(doc, "max_items", 1, 1_000_000, 10_000) or 10_000
+        await self.engine.get_queue(name)  # 404 for a queue that is not there
+        return {"moved": await self.engine.redrive(name, target, most)}
+
+
+def _handle(value: object, i: int) -> str:
+    if not isinstance(value, str) or not value:
+        raise bad_request(f"handle {i} must be a non-empty string.", "wrong_type")
+    if len(value) > limits.native_text_chars_max:
+        raise bad_request(f"handle {i} is too long to be a lease handle.", "out_of_range")
+    return value
+
+
+def _status(result: object, ok: str) -> str:
+    """One finishing result: `ok`, or why not: "stale" (another lease of the item is newer, or
+    this one ran out), "gone" (finished already), "invalid" (not a handle of this queue)."""
+    if isinstance(result, ReceiptHandleInvalid):
+        return "invalid"
+    if result in ("acked", "ok", "dead"):
+        return ok
+    return str(result)
+
+
+def _ids(results: Sequence[SendResult | Exception]) -> dict[str, Any]:
+    """`{"ids": [...]}` in order; an item the engine refused has null and an entry in
+    "errors"; when none was enqueued, the first refusal is the answer."""
+    ids: list[str | None] = []
+    errors: list[tuple[int, NativeError]] = []
+    for i, r in enumerate(results):
+        if isinstance(r, SendResult):
+            ids.append(r.message_id)
+            continue
+        ids.append(None)
+        errors.append(
+            (
+                i,
+                from_okuri(r)
+                if isinstance(r, OkuriError)
+                else NativeError(500, "internal", str(r)),
+            )
+        )
+    if errors and len(errors) == len(results):
+        raise errors[0][1]
+    if not errors:
+        return {"ids": ids}
+    return {"ids": ids, "errors": [{"index": i, **e.body()["error"]} for i, e in errors]}
+
+
+def _render(d: Delivery, deadline: str) -> dict[str, Any]:
+    m = d.message
+    out: dict[str, Any] = {
+        "id": m.id,
+        "handle": d.receipt_handle,
+        "attempts": d.receive_count,
+        "lease_deadline": deadline,
+        "enqueued_at": codec.rfc3339(m.sent_ms),
+    }
+    try:
+        out["body"] = m.body.decode()
+    except UnicodeDecodeError:
+        out["body_base64"] = codec.b64encode(m.body)
+    headers = {
+        k: v["StringValue"]
+        for k, v in m.attributes.items()
+        if isinstance(v, dict) and isinstance(v.get("StringValue"), str)
+    }
+    if headers:
+        out["headers"] = headers
+    return out

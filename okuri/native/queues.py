@@ -1,0 +1,147 @@
+"""The native API's queue operations: create, get (with live counts), update, list, delete,
+purge. Attributes have native names; they are the same queue attributes SQS shows, so a queue
+made here has the RedrivePolicy, VisibilityTimeout, ... its SQS clients expect."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from okuri import limits
+from okuri.engine import QUEUE_NAME, Engine, QueueAttrs, QueueState, is_fifo_name
+from okuri.native import codec
+from okuri.native.access import Access
+from okuri.native.errors import NativeError, bad_request
+
+ATTRIBUTES = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s")
+
+
+def queue_name(name: object, field: str = "name") -> str:
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+        raise bad_request(
+            f"{field!r} must be a queue name: 1 to {limits.queue_name_chars_max} letters, digits, "
+            "'-' or '_'.",
+            "invalid_queue_name",
+        )
+    return name
+
+
+def parse_attributes(doc: codec.Obj, base: QueueAttrs, name: str, access: Access) -> QueueAttrs:
+    """`base` with the attributes `doc` gives (null clears max_attempts or dead_letter_queue)."""
+    codec.fields(doc, ATTRIBUTES, "attributes")
+    attrs = base
+    if "lease_timeout_s" in doc:
+        vis = codec.integer(doc, "lease_timeout_s", 0, limits.visibility_s_max)
+        attrs = replace(
+            attrs, visibility_timeout_s=limits.visibility_s_default if vis is None else vis
+        )
+    if "retention_s" in doc:
+        ret = codec.integer(doc, "retention_s", limits.retention_s_min, limits.retention_s_max)
+        attrs = replace(attrs, retention_s=limits.retention_s_default if ret is None else ret)
+    if "delay_s" in doc:
+        attrs = replace(attrs, delay_s=codec.integer(doc, "delay_s", 0, limits.delay_s_max) or 0)
+    if "max_attempts" in doc:
+        most = codec.integer(doc, "max_attempts", 1, limits.max_receive_count_max)
+        attrs = replace(attrs, max_receive_count=most)
+    if "dead_letter_queue" in doc:
+        dlq = doc["dead_letter_queue"]
+        if dlq is not None:
+            dlq = queue_name(dlq, "dead_letter_queue")
+            if dlq == name:
+                raise bad_request(
+                    "A queue cannot be its own dead-letter queue.", "invalid_argument"
+                )
+            if is_fifo_name(dlq) != is_fifo_name(name):
+                raise bad_request(
+                    "A queue and its dead-letter queue must both be FIFO or both standard.",
+                    "invalid_argument",
+                )
+            access.require("create_queue", dlq)
+        attrs = replace(attrs, dead_letter_queue=dlq)
+    return attrs
+
+
+def render_attributes(attrs: QueueAttrs) -> dict[str, Any]:
+    return {
+        "lease_timeout_s": attrs.visibility_timeout_s,
+        "max_attempts": attrs.max_receive_count,
+        "dead_letter_queue": attrs.dead_letter_queue,
+        "retention_s": attrs.retention_s,
+        "delay_s": attrs.delay_s,
+    }
+
+
+class Queues:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def describe(self, name: str, st: QueueState | None = None) -> dict[str, Any]:
+        counts = await self.engine.counts(name)  # reads the manifest fresh
+        st = st or await self.engine.cached_queue(name)
+        return {
+            "name": name,
+            "fifo": st.attrs.fifo,
+            "attributes": render_attributes(st.attrs),
+            "stats": {
+                "visible": counts.visible,
+                "leased": counts.in_flight,
+                "delayed": counts.delayed,
+            },
+            "created_at": codec.rfc3339(st.created_ms),
+        }
+
+    async def create(self, access: Access, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("name", "attributes"))
+        name = queue_name(doc.get("name"))
+        access.require("create_queue", name)
+        given = codec.obj(doc, "attributes") or {}
+        attrs = parse_attributes(given, QueueAttrs(fifo=is_fifo_name(name)), name, access)
+        st = await self.engine.create_queue(name, attrs)
+        return await self.describe(name, st)
+
+    async def get(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        access.require("get_queue", name)
+        st = await self.engine.get_queue(name)
+        return await self.describe(name, st)
+
+    async def update(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ("attributes",))
+        access.require("update_queue", name)
+        given = codec.obj(doc, "attributes", required=True) or {}
+        parse_attributes(given, QueueAttrs(), name, access)  # refuse bad input before any read
+        st = await self.engine.update_attributes(
+            name, lambda attrs: parse_attributes(given, attrs, name, access), touch=True
+        )
+        return await self.describe(name, st)
+
+    async def list(self, access: Access, query: codec.Obj) -> dict[str, Any]:
+        codec.fields(query, ("prefix", "limit", "after"), "query")
+        prefix = codec.text(query, "prefix", most=limits.queue_name_chars_max) or ""
+        after = codec.text(query, "after", most=limits.queue_name_chars_max) or ""
+        limit = _query_int(query, "limit", limits.native_list_max)
+        prefix = access.list_prefix(prefix)
+        names = await self.engine.list_queues(prefix, limit + 1, after)
+        page = names[:limit]
+        return {"queues": page, "next": page[-1] if len(names) > limit else None}
+
+    async def delete(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        access.require("delete_queue", name)
+        await self.engine.delete_queue(name)
+        return {}
+
+    async def purge(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:
+        codec.fields(doc, ())
+        access.require("purge_queue", name)
+        await self.engine.get_queue(name)  # 404 for a queue that is not there
+        await self.engine.purge(name)
+        return {}
+
+
+def _query_int(query: codec.Obj, name: str, high: int) -> int:
+    """A whole number from the query string (text there), 1 to `high`; `high` when absent."""
+    raw = query.get(name)
+    if raw is None:
+        return high
+    if not isinstance(raw, str) or not raw.isdigit():
+        raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
+    return codec.integer({name: int(raw)}, name, 1, high) or high
