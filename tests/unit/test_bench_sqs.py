@@ -13,6 +13,7 @@ import json
 import math
 import os
 import stat
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -297,21 +298,24 @@ def test_window_hooks_open_and_close_once_around_the_window() -> None:
     assert hook.events == ["opened", "closed"]
 
 
-FAKE_PY_SPY = """#!/bin/sh
-out=""
-while [ $# -gt 0 ]; do
-  if [ "$1" = "--output" ]; then out="$2"; fi
-  shift
-done
-trap 'echo "main (server.py:1) 3" > "$out"; exit 0' INT
-touch "$out.ready"
-while :; do sleep 0.05; done
+# py-spy installs its own SIGINT handler, which works even when SIGINT was ignored on entry (as it
+# is for a job a non-interactive shell starts in the background); a shell's `trap` would not.
+FAKE_PY_SPY = """#!{python}
+import pathlib, signal, sys, time
+out = sys.argv[sys.argv.index("--output") + 1]
+def stop(*_):
+    pathlib.Path(out).write_text("main (server.py:1) 3\\n")
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+pathlib.Path(out + ".ready").touch()
+for _ in range(600):
+    time.sleep(0.05)
 """
 
 
 def test_profiler_stops_py_spy_when_the_window_closes(tmp_path: Path) -> None:
     fake = tmp_path / "py-spy"
-    fake.write_text(FAKE_PY_SPY)
+    fake.write_text(FAKE_PY_SPY.format(python=sys.executable))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     out = tmp_path / "stacks.txt"
     profiler = Profiler(os.getpid(), str(out), tmp_path / "py-spy.log", exe=str(fake))
