@@ -102,14 +102,15 @@ $(JS_CLIENT)/node_modules/.package-lock.json: $(JS_CLIENT)/package.json $(JS_CLI
 	cd $(JS_CLIENT) && npm ci --no-audit --no-fund
 	touch $@
 
-# $(call apt_install,PACKAGES): one shell command that runs apt-get update, then installs
-# PACKAGES, as root or through sudo; it fails saying what to install when it cannot.
+# $(call apt_install,PACKAGES,TARGET): one shell command that runs apt-get update, then installs
+# PACKAGES, as root or through sudo; it fails saying (as `make TARGET`) what to install when it
+# cannot.
 define apt_install
 if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
-	echo "make clients: run as root or install sudo, or apt-get install $(1)" >&2; \
+	echo "make $(2): run as root or install sudo, or apt-get install $(1)" >&2; \
 	exit 1; fi; \
 command -v apt-get >/dev/null || { \
-	echo "make clients: no apt-get; install the Debian packages $(1) or their equivalents" >&2; \
+	echo "make $(2): no apt-get; install the Debian packages $(1) or their equivalents" >&2; \
 	exit 1; }; \
 set -x; \
 $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
@@ -118,7 +119,7 @@ $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-rec
 endef
 
 $(GO_SDKS) &:
-	@$(call apt_install,$(GO_PACKAGES))
+	@$(call apt_install,$(GO_PACKAGES),clients)
 	@for f in $(GO_SDKS); do [ -e $$f ] || { \
 		echo "make clients: $$f is still missing after installing $(GO_PACKAGES)" >&2; exit 1; }; done
 
@@ -137,7 +138,7 @@ PHP_READY := command -v php >/dev/null && \
 			if (stream_resolve_include_path($$f) === false) exit(1);'
 
 laravel:
-	@$(PHP_READY) || { $(call apt_install,$(PHP_PACKAGES)); }
+	@$(PHP_READY) || { $(call apt_install,$(PHP_PACKAGES),laravel); }
 	@$(PHP_READY) || { echo "make clients: PHP, its extensions $(PHP_EXTENSIONS) or Debian's" \
 		"Laravel packages are still missing after installing $(PHP_PACKAGES)" >&2; exit 1; }
 
@@ -162,16 +163,7 @@ compose-test: $(STAMP)
 containers: $(COMPOSE_TOOLS)
 
 $(COMPOSE_TOOLS) &:
-	@if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; else \
-		echo "make containers: run as root or install sudo, or apt-get install $(COMPOSE_PACKAGES)" >&2; \
-		exit 1; fi; \
-	command -v apt-get >/dev/null || { \
-		echo "make containers: no apt-get; install Docker, or $(COMPOSE_PACKAGES)" >&2; \
-		exit 1; }; \
-	set -x; \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		$(COMPOSE_PACKAGES) </dev/null
+	@$(call apt_install,$(COMPOSE_PACKAGES),containers)
 	@for f in $(COMPOSE_TOOLS); do [ -e $$f ] || { \
 		echo "make containers: $$f is still missing after installing $(COMPOSE_PACKAGES)" >&2; \
 		exit 1; }; done

@@ -114,5 +114,6 @@ list_keys_max = 1000  # one ListObjectsV2 page
 # per page. A lease of more than `receive_messages_max` is several engine receives.
 native_items_max = 100
 native_list_max = 1000
-native_text_chars_max = 1024  # a header value, a handle, a deduplication id
+native_text_chars_max = 1024  # a header value, a handle
+dedup_id_chars_max = 128  # SQS's MessageDeduplicationId, and a native item's dedup_id
 native_headers_max = 10  # as many as SQS message attributes, so SQS clients see them all

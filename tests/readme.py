@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
@@ -20,10 +21,26 @@ CLEAN_PATH = "/usr/local/bin:/usr/bin:/bin"
 README_ENDPOINT = "http://localhost:8080"
 
 
-def block(marker: str) -> str:
-    match = re.search(rf"<!-- {marker} -->\s*```\w+\n(.*?)```", README.read_text(), re.S)
-    assert match, f"README has no {marker} block"
+def block(marker: str, doc: Path = README) -> str:
+    match = re.search(rf"<!-- {marker} -->\s*```\w+\n(.*?)```", doc.read_text(), re.S)
+    assert match, f"{doc.name} has no {marker} block"
     return match.group(1)
+
+
+def run_shell(
+    script: str, cwd: Path, timeout_s: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run blocks as a reader types them: one `bash -euo pipefail` from `cwd`, with
+    `environment()` unless told otherwise, no stdin; its output captured."""
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=environment() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def environment() -> dict[str, str]:

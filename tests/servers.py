@@ -223,6 +223,36 @@ def explain(what: str, out: str, err: str, server: ServerProcess) -> str:
     )
 
 
+def run_or_fail(
+    argv: list[str],
+    what: str,
+    server: ServerProcess,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+) -> subprocess.CompletedProcess[str]:
+    """Run a client program to its end against `server`; fail the test, with its output and the
+    server's log, when it does not finish within `timeout_s` or exits non-zero."""
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired as exc:  # subprocess.run has killed it by its pid
+        why = f"{what} did not finish in {timeout_s} s"
+        pytest.fail(explain(why, text(exc.stdout), text(exc.stderr), server), pytrace=False)
+    if done.returncode != 0:
+        why = f"{what} exited {done.returncode}"
+        pytest.fail(explain(why, done.stdout, done.stderr, server), pytrace=False)
+    return done
+
+
 def text(data: str | bytes | None) -> str:
     """Captured output as text, whatever subprocess handed back (TimeoutExpired gives bytes)."""
     if isinstance(data, bytes):

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from okuri import limits
 from okuri.native.errors import bad_request
 
 Obj = dict[str, Any]
@@ -43,11 +44,17 @@ def fields(doc: Obj, allowed: Collection[str], where: str = "request") -> Obj:
     return doc
 
 
-def obj(doc: Obj, name: str, required: bool = False) -> Obj | None:
+def _field(doc: Obj, name: str, required: bool) -> Any:
+    """The field's value; None when absent (or null), refused when `required`."""
     value = doc.get(name)
+    if value is None and required:
+        raise bad_request(f"{name!r} is required.", "missing_field")
+    return value
+
+
+def obj(doc: Obj, name: str, required: bool = False) -> Obj | None:
+    value = _field(doc, name, required)
     if value is None:
-        if required:
-            raise bad_request(f"{name!r} is required.", "missing_field")
         return None
     if not isinstance(value, dict):
         raise bad_request(f"{name!r} must be an object.", "wrong_type")
@@ -78,11 +85,11 @@ def integer(doc: Obj, name: str, low: int, high: int, default: int | None = None
     return value
 
 
-def text(doc: Obj, name: str, required: bool = False, most: int = 1024) -> str | None:
-    value = doc.get(name)
+def text(
+    doc: Obj, name: str, required: bool = False, most: int = limits.native_text_chars_max
+) -> str | None:
+    value = _field(doc, name, required)
     if value is None:
-        if required:
-            raise bad_request(f"{name!r} is required.", "missing_field")
         return None
     if not isinstance(value, str):
         raise bad_request(f"{name!r} must be a string.", "wrong_type")

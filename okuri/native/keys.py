@@ -12,12 +12,11 @@ import hmac
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
 
 Role = Literal["admin", "producer", "consumer", "readonly"]
-ROLES: tuple[Role, ...] = ("admin", "producer", "consumer", "readonly")
 
 Operation = Literal[
     "create_queue",
@@ -33,20 +32,8 @@ Operation = Literal[
     "extend",
     "redrive",
 ]
-OPERATIONS: tuple[Operation, ...] = (
-    "create_queue",
-    "get_queue",
-    "list_queues",
-    "update_queue",
-    "delete_queue",
-    "purge_queue",
-    "produce",
-    "lease",
-    "complete",
-    "retry",
-    "extend",
-    "redrive",
-)
+OPERATIONS: tuple[Operation, ...] = get_args(Operation)
+ROLES: tuple[Role, ...] = get_args(Role)
 
 _READ: frozenset[Operation] = frozenset({"get_queue", "list_queues"})
 # What each role may do; admin may do everything, within its namespace.

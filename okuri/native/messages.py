@@ -82,7 +82,7 @@ class Messages:
             if len(value) > limits.native_text_chars_max:
                 raise bad_request(f"{where}: header {key!r} is too long.", "out_of_range")
             attributes[key] = {"DataType": "String", "StringValue": value}
-        dedup_id = codec.text(entry, "dedup_id", most=128)
+        dedup_id = codec.text(entry, "dedup_id", most=limits.dedup_id_chars_max)
         return SendRequest(
             body=body,
             delay_s=self._delay_s(entry, now_ms, where),

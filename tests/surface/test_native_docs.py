@@ -4,24 +4,18 @@ started with the document's admin key; only the address in its environment block
 from __future__ import annotations
 
 import json
-import re
+import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.readme import block, run_shell
 from tests.servers import start_server
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "native-api.md"
 DOC_URL = "http://localhost:8080"
 DOC_KEY = "change-me-to-a-long-random-key"
-
-
-def block(marker: str) -> str:
-    match = re.search(rf"<!-- {marker} -->\s*```\w+\n(.*?)```", DOC.read_text(), re.S)
-    assert match, f"docs/native-api.md has no {marker} block"
-    return match.group(1)
 
 
 def test_the_curl_examples_run_as_written(tmp_path: Path) -> None:
@@ -32,20 +26,13 @@ def test_the_curl_examples_run_as_written(tmp_path: Path) -> None:
         tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
     )
     try:
-        env = block("native-env")
+        env = block("native-env", DOC)
         assert DOC_URL in env and DOC_KEY in env
         outputs = {}
         script = env.replace(DOC_URL, server.url)
         for marker in ("native-produce", "native-lease", "native-redrive"):
-            script += f"\necho '--- {marker}'\n" + block(marker)
-        proc = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+            script += f"\necho '--- {marker}'\n" + block(marker, DOC)
+        proc = run_shell(script, tmp_path, timeout_s=60, env=dict(os.environ))
         assert proc.returncode == 0, proc.stderr + proc.stdout
         for part in proc.stdout.split("--- ")[1:]:
             marker, _, text = part.partition("\n")

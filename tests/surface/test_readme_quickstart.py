@@ -7,24 +7,15 @@ is the server's default development pair; the CLI commands and the boto3 script 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from tests.readme import README, block, env_block, environment
+from tests.readme import README, block, env_block, run_shell
 from tests.servers import ServerProcess
 
 
 def run(script: str, server: ServerProcess) -> str:
     """Run the environment block, then `script`, in one shell from the checkout; its output."""
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", env_block(server) + script],
-        cwd=README.parent,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = run_shell(env_block(server) + script, README.parent)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -47,15 +38,7 @@ def test_readme_engine_example_runs_unchanged(tmp_path: Path) -> None:
         f". {README.parent}/.venv/bin/activate\npython - <<'PY'\n{block('quickstart-engine')}PY\n"
     )
     for _ in range(2):
-        proc = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=tmp_path,
-            env=environment(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = run_shell(script, tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "b'hello' 1\n"
     assert (tmp_path / "okuri-data").is_dir()

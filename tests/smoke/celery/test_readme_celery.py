@@ -9,7 +9,6 @@ test server's, as the SQS quickstart test replaces only the environment block.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 from celery_smoke import CeleryOkuri, CeleryWorker
 
-from tests.readme import CLEAN_PATH, block
+from tests.readme import block, environment, run_shell
 from tests.servers import SQS_KEY, SQS_SECRET
 
 INTEGRATION = Path(__file__).resolve().parents[3] / "integrations" / "celery"
@@ -28,30 +27,17 @@ INSTALL_S = 600.0
 RUN_S = 60.0
 
 
-def _shell(script: str) -> list[str]:
-    """A README block as a reader types it, in the environment the install block activated."""
-    return ["bash", "-euo", "pipefail", "-c", f". .venv/bin/activate\n{script}"]
+ACTIVATE = ". .venv/bin/activate\n"  # the environment the install block made, as a reader has it
 
 
 def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_path: Path) -> None:
     skip = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
     shutil.copytree(INTEGRATION, tmp_path / "integrations" / "celery", ignore=skip)
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / ".venv")], check=True)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "OKURI_", "PYTHON"))},
-        "PATH": CLEAN_PATH,
-    }
+    env = environment()
     install = block("quickstart-celery-install")
-    assert install.startswith(". .venv/bin/activate\n")
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", install],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_S,
-        stdin=subprocess.DEVNULL,
-    )
+    assert install.startswith(ACTIVATE)
+    proc = run_shell(install, tmp_path, INSTALL_S)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
 
     app_source = block("quickstart-celery")
@@ -63,7 +49,7 @@ def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_pat
     log_path = tmp_path / "worker.log"
     with open(log_path, "ab") as log:
         worker_proc = subprocess.Popen(
-            _shell(block("quickstart-celery-worker")),
+            ["bash", "-euo", "pipefail", "-c", ACTIVATE + block("quickstart-celery-worker")],
             cwd=tmp_path,
             env=env,
             stdout=log,
@@ -73,15 +59,7 @@ def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_pat
         )
     worker = CeleryWorker("readme", worker_proc, log_path)
     try:
-        sent = subprocess.run(
-            _shell(block("quickstart-celery-send")),
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_S,
-            stdin=subprocess.DEVNULL,
-        )
+        sent = run_shell(ACTIVATE + block("quickstart-celery-send"), tmp_path, RUN_S)
         assert sent.returncode == 0, sent.stderr
         task_id = sent.stdout.strip()
         assert task_id, "the send block printed no task id"

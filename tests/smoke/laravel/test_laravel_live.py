@@ -20,15 +20,12 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from compat.clients import ROOT, Client
-from tests.servers import ServerProcess, client_environ, explain, text
+from tests.servers import ServerProcess, client_environ, run_or_fail
 
 RUN_S = 180.0  # the queue scenario takes about 12 s: a 5 s delay, then a 6 s empty long poll
 DELAY_S = 5  # OkuriSmoke::DELAY_S
@@ -55,22 +52,9 @@ def run_smoke(
     """Run one scenario of the app against `server`, its files where `app_env` puts them."""
     storage, database = Path(app_env["LARAVEL_STORAGE_PATH"]), Path(app_env["DB_DATABASE"])
     env = {**client_environ(server, client, scenario, tmp), **app_env}
-    try:
-        done = subprocess.run(
-            client.argv(),
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=RUN_S,
-        )
-    except subprocess.TimeoutExpired as exc:  # subprocess.run has killed php by its pid
-        what = f"laravel {scenario} did not finish in {RUN_S} s"
-        pytest.fail(explain(what, text(exc.stdout), text(exc.stderr), server), pytrace=False)
-    if done.returncode != 0:
-        what = f"laravel {scenario} exited {done.returncode}"
-        pytest.fail(explain(what, done.stdout, done.stderr, server), pytrace=False)
+    done = run_or_fail(
+        client.argv(), f"laravel {scenario}", server, cwd=ROOT, env=env, timeout_s=RUN_S
+    )
     last = (done.stdout.strip().splitlines() or [""])[-1]
     marker = json.loads(last.removeprefix("SCENARIO ")) if last.startswith("SCENARIO ") else {}
     assert marker.get("client") == "laravel" and marker.get("scenario") == scenario, last

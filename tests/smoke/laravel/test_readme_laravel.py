@@ -31,7 +31,7 @@ import pytest
 from compat.clients import AWS_SDK_PHP, LARAVEL_APP, ROOT
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
 from tests.readme import README, README_ENDPOINT, block, env_block, environment
-from tests.servers import ServerProcess, explain, text
+from tests.servers import ServerProcess, explain, run_or_fail
 
 RUN_S = 60.0  # each wait below; the CLI, the worker's start and one job take a few seconds
 STOP_S = 30.0  # the worker stops once its receive returns: within the 10 s long poll
@@ -130,22 +130,14 @@ def test_readme_laravel_quickstart_creates_the_queue_and_its_worker_runs_a_dispa
     try:
         wait("the AWS CLI created the queue", lambda: queue_url in worker_log())
 
-        try:
-            sent = subprocess.run(
-                in_app(server, app, f"php artisan okuri:dispatch {JOB}"),
-                cwd=README.parent,
-                env={**env, "QUEUE_CONNECTION": "sqs"},  # what the README has the app's .env set
-                capture_output=True,
-                text=True,
-                timeout=RUN_S,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as exc:  # subprocess.run has killed it by its pid
-            why = f"okuri:dispatch did not finish in {RUN_S} s"
-            pytest.fail(explain(why, text(exc.stdout), text(exc.stderr), server), pytrace=False)
-        if sent.returncode != 0:
-            why = f"okuri:dispatch exited {sent.returncode}"
-            pytest.fail(explain(why, sent.stdout, sent.stderr, server), pytrace=False)
+        sent = run_or_fail(
+            in_app(server, app, f"php artisan okuri:dispatch {JOB}"),
+            "okuri:dispatch",
+            server,
+            cwd=README.parent,
+            env={**env, "QUEUE_CONNECTION": "sqs"},  # what the README has the app's .env set
+            timeout_s=RUN_S,
+        )
         assert f"dispatched {JOB} to {queue_url}" in sent.stdout, sent.stdout
 
         wait("the worker ran the job", lambda: run_log.is_file() and JOB in run_log.read_text())
