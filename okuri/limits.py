@@ -6,10 +6,12 @@ from __future__ import annotations
 message_bytes_max = 1024 * 1024
 batch_entries_max = 10
 batch_bytes_max = 1024 * 1024
-receive_messages_max = 10
+receive_messages_max = 10  # one SQS ReceiveMessage
+lease_messages_max = 100  # one engine receive (a native lease); SQS asks for at most 10
 wait_s_max = 20
 visibility_s_max = 12 * 60 * 60
 delay_s_max = 15 * 60
+schedule_s_max = 366 * 24 * 60 * 60  # a native item's enqueue_at, at most a year ahead
 retention_s_min = 60
 retention_s_max = 14 * 24 * 60 * 60
 max_receive_count_max = 1000
@@ -111,9 +113,19 @@ mkdir_attempts_max = 16
 list_keys_max = 1000  # one ListObjectsV2 page
 
 # The native API (okuri/native/): items per produce, lease and finishing request; queues listed
-# per page. A lease of more than `receive_messages_max` is several engine receives.
+# per page. A native lease is one engine receive, so `native_items_max` <= `lease_messages_max`.
 native_items_max = 100
 native_list_max = 1000
 native_text_chars_max = 1024  # a header value, a handle
 dedup_id_chars_max = 128  # SQS's MessageDeduplicationId, and a native item's dedup_id
 native_headers_max = 10  # as many as SQS message attributes, so SQS clients see them all
+
+# Items scheduled beyond `delay_s_max` (okuri/engine/schedule.py): batched by the minute they are
+# due, moved into the queue as delayed messages once their whole minute is within the longest
+# delay. Any node serving the queue looks at most every `schedule_scan_s`, so an item moves in
+# at least `delay_s_max - schedule_scan_s` before it is due; a claim stops two nodes moving one
+# batch at once, and one left by a node that died is taken over after `schedule_claim_ms`.
+schedule_bucket_ms = 60_000
+schedule_scan_s = 300
+schedule_claim_ms = 60_000
+schedule_pages_max = 10  # LIST pages one scan reads (1,000 keys each)

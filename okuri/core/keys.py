@@ -4,6 +4,10 @@
     s/{queue}/{incarnation}/{seq:016x} immutable segment in slot `seq` (create-only)
     a/{queue}/{digest}                the receipts a FIFO receive answered under a
                                       ReceiveRequestAttemptId (okuri/engine/attempts.py)
+    t/{queue}/{incarnation}/{due:013d}/{sent:013d}-{sid}
+                                      items scheduled beyond the longest delay, due within the
+                                      minute starting at `due` (okuri/engine/schedule.py);
+                                      `.claim` beside it while a node moves them in
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -13,11 +17,15 @@ or reusing the slots of a deleted one. Slots are fixed-width hex so they list in
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 SLOT = re.compile(r"^[0-9a-f]{16}$")
+_SCHEDULED = re.compile(r"^([0-9]{13})/([0-9]{13})-([A-Za-z0-9_-]{1,64})(\.claim)?$")
 MANIFESTS = "m/"
 SEGMENTS = "s/"
 RECEIVE_ATTEMPTS = "a/"
+SCHEDULED = "t/"
+CLAIM = ".claim"
 
 
 def manifest(queue: str) -> str:
@@ -56,3 +64,47 @@ def receive_attempts_of_queue(queue: str) -> str:
 
 def receive_attempt(queue: str, digest: str) -> str:
     return f"{receive_attempts_of_queue(queue)}{digest}"
+
+
+def scheduled_of_queue(queue: str) -> str:
+    return f"{SCHEDULED}{queue}/"
+
+
+def scheduled_of(queue: str, incarnation: str) -> str:
+    return f"{SCHEDULED}{queue}/{incarnation}/"
+
+
+def scheduled(queue: str, incarnation: str, due_ms: int, sent_ms: int, sid: str) -> str:
+    """A batch of scheduled items; keys list in order of `due_ms`, the start of their minute."""
+    return f"{scheduled_of(queue, incarnation)}{due_ms:013d}/{sent_ms:013d}-{sid}"
+
+
+def claim(scheduled_key: str) -> str:
+    return scheduled_key + CLAIM
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledKey:
+    queue: str
+    incarnation: str
+    due_ms: int
+    sent_ms: int
+    sid: str
+    is_claim: bool
+
+    @property
+    def batch(self) -> str:
+        """The key of the batch itself (for a claim, the batch it claims)."""
+        return scheduled(self.queue, self.incarnation, self.due_ms, self.sent_ms, self.sid)
+
+
+def parse_scheduled(key: str) -> ScheduledKey | None:
+    """What a key under `t/` names, or None for anything else."""
+    if not key.startswith(SCHEDULED):
+        return None
+    parts = key[len(SCHEDULED) :].split("/", 2)
+    if len(parts) != 3 or (m := _SCHEDULED.match(parts[2])) is None:
+        return None
+    return ScheduledKey(
+        parts[0], parts[1], int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) is not None
+    )

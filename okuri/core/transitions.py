@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from okuri import limits
-from okuri.core.state import Lease as LeaseTuple
+from okuri.core.lease_order import longest_waiting
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
 # --- operations ------------------------------------------------------------------------------
@@ -323,20 +323,31 @@ def _slide_window(st: QueueState, now_ms: int, freed: list[int]) -> bool:
 
 
 def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
+    if st.attrs.fifo:
+        return _lease_fifo(st, now_ms, op, taken)
+    live, due = longest_waiting(st, now_ms, op.max_messages, taken)
+    granted = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in live]
+    dead = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in due]
+    return LeaseResult(tuple(granted), tuple(dead))
+
+
+def _lease_fifo(
+    st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]
+) -> LeaseResult:
+    """In slot order: a group with a message in flight (or not yet visible) delivers nothing
+    after it; several messages of one group may go out together, in order."""
     granted: list[Grant] = []
     dead: list[Grant] = []
     mrc = st.attrs.max_receive_count
-    # FIFO: a group with a message in flight (or not yet visible) delivers nothing after it;
-    # several messages of one group may go out together, in order.
-    blocked = _busy_groups(st, now_ms) if st.attrs.fifo else None
+    blocked = _busy_groups(st, now_ms)
     for seg in st.segments.values():
         if len(granted) >= op.max_messages or len(dead) >= op.max_messages:
             break
         for idx in range(seg.count):
             if seg.is_done(idx):
                 continue
-            receives, until_ms, first_ms = seg.leases.get(idx, (0, 0, 0))
-            if blocked is not None and seg.groups is not None:
+            receives, until_ms, _first_ms = seg.leases.get(idx, (0, 0, 0))
+            if seg.groups is not None:
                 group = seg.groups[idx]
                 if group in blocked:
                     continue
@@ -345,15 +356,8 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
                     continue
             if until_ms > now_ms or (seg.seq, idx) in taken:
                 continue
-            taken.add((seg.seq, idx))
-            grant = Grant(seg.seq, idx, receives + 1, first_ms or now_ms)
-            is_dead = mrc is not None and receives >= mrc
-            # A dead grant is held while its copy lands in the dead-letter queue; a zero
-            # visibility would let every retry of a long poll re-lease it and copy it again.
-            hold_ms = limits.dead_letter_hold_ms if is_dead else 0
-            until = now_ms + max(op.visibility_ms, hold_ms)
-            seg.leases[idx] = (grant.epoch, until, grant.first_receive_ms)
-            if is_dead:
+            grant = _grant(st, now_ms, op, seg.seq, idx, taken)
+            if mrc is not None and receives >= mrc:
                 dead.append(grant)
                 if len(dead) >= op.max_messages:
                     break
@@ -362,6 +366,23 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
                 if len(granted) >= op.max_messages:
                     break
     return LeaseResult(tuple(granted), tuple(dead))
+
+
+def _grant(
+    st: QueueState, now_ms: int, op: Lease, seq: int, idx: int, taken: set[tuple[int, int]]
+) -> Grant:
+    """Lease message (seq, idx), which is visible now: one receive more, hidden until the
+    lease runs out."""
+    seg = st.segments[seq]
+    receives, _until_ms, first_ms = seg.leases.get(idx, (0, 0, 0))
+    taken.add((seq, idx))
+    grant = Grant(seq, idx, receives + 1, first_ms or now_ms)
+    mrc = st.attrs.max_receive_count
+    # A dead grant is held while its copy lands in the dead-letter queue; a zero visibility
+    # would let every retry of a long poll re-lease it and copy it again.
+    hold_ms = limits.dead_letter_hold_ms if mrc is not None and receives >= mrc else 0
+    seg.leases[idx] = (grant.epoch, now_ms + max(op.visibility_ms, hold_ms), grant.first_receive_ms)
+    return grant
 
 
 def _busy_groups(st: QueueState, now_ms: int) -> set[str]:
@@ -435,64 +456,3 @@ def _release(st: QueueState, op: Release) -> bool:
         return False
     seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
     return True
-
-
-# --- read-only views -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    visible: int = 0
-    in_flight: int = 0
-    delayed: int = 0
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.visible + other.visible,
-            self.in_flight + other.in_flight,
-            self.delayed + other.delayed,
-        )
-
-
-def current_lease(st: QueueState, seq: int, idx: int) -> LeaseTuple | None:
-    """The lease of an unfinished message (receives, until_ms, first_receive_ms), if any."""
-    seg = st.segments.get(seq)
-    if seg is None or idx >= seg.count or seg.is_done(idx):
-        return None
-    return seg.leases.get(idx)
-
-
-def counts(st: QueueState, now_ms: int) -> Counts:
-    """Approximate counts over adopted slots, as SQS reports them."""
-    cutoff = now_ms - st.attrs.retention_s * 1000
-    visible = in_flight = delayed = 0
-    for seg in st.segments.values():
-        if seg.sent_ms <= cutoff:
-            continue
-        remaining = seg.remaining()
-        for receives, until_ms, _ in seg.leases.values():
-            if until_ms > now_ms:
-                remaining -= 1
-                if receives:
-                    in_flight += 1
-                else:
-                    delayed += 1
-        visible += remaining
-    return Counts(visible, in_flight, delayed)
-
-
-def next_expiry_ms(st: QueueState, now_ms: int) -> int | None:
-    """When the earliest lease or delay that hides a message runs out, if any does."""
-    soonest: int | None = None
-    for seg in st.segments.values():
-        for _, until_ms, _ in seg.leases.values():
-            if until_ms > now_ms and (soonest is None or until_ms < soonest):
-                soonest = until_ms
-    return soonest
-
-
-def has_visible(st: QueueState, now_ms: int) -> bool:
-    for seg in st.segments.values():
-        if seg.remaining() > sum(1 for lease in seg.leases.values() if lease[1] > now_ms):
-            return True
-    return False

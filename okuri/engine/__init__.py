@@ -23,7 +23,8 @@ from okuri.core.move_records import (
 )
 from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import AckResult, Counts, DeadLetterResult, VisibilityResult
+from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
+from okuri.core.views import Counts
 from okuri.engine.engine import Engine
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult

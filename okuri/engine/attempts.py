@@ -23,7 +23,8 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.receipts import Receipt
-from okuri.core.transitions import Grant, current_lease
+from okuri.core.transitions import Grant
+from okuri.core.views import current_lease
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import retrying
 from okuri.engine.slot_log import SlotLog

@@ -18,13 +18,8 @@ from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import (
-    AckResult,
-    Counts,
-    DeadLetterResult,
-    VisibilityResult,
-    counts,
-)
+from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
+from okuri.core.views import Counts, counts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
@@ -184,9 +179,9 @@ class Engine:
         """Lease up to `max_messages`, waiting up to `wait_s` for one. `lease_ahead` off for a
         caller that is no consumer loop (a move task): its extra leases would only hide
         messages from others."""
-        if not 1 <= max_messages <= limits.receive_messages_max:
+        if not 1 <= max_messages <= limits.lease_messages_max:
             raise InvalidArgument(
-                f"MaxNumberOfMessages must be 1 to {limits.receive_messages_max}",
+                f"MaxNumberOfMessages must be 1 to {limits.lease_messages_max}",
                 "MaxNumberOfMessages",
             )
         if visibility_s is not None and not 0 <= visibility_s <= limits.visibility_s_max:

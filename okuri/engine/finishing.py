@@ -25,8 +25,8 @@ from okuri.core.transitions import (
     Op,
     Result,
     VisibilityResult,
-    current_lease,
 )
+from okuri.core.views import current_lease
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid, Unavailable

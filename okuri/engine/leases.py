@@ -21,16 +21,8 @@ from typing import Any
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core.state import QueueState
-from okuri.core.transitions import (
-    Grant,
-    Lease,
-    LeaseResult,
-    Op,
-    Release,
-    counts,
-    current_lease,
-    next_expiry_ms,
-)
+from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release
+from okuri.core.views import counts, current_lease, next_expiry_ms
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.engine.tasks import Tasks

@@ -33,7 +33,8 @@ from okuri.core import move_records as rec
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.state import QueueAttrs, QueueState, decode_state
-from okuri.core.transitions import AckResult, Counts, VisibilityResult
+from okuri.core.transitions import AckResult, VisibilityResult
+from okuri.core.views import Counts
 from okuri.engine.retry import retrying
 from okuri.engine.types import Delivery
 from okuri.errors import NotFound, QueueDoesNotExist, ReceiptHandleInvalid, Unavailable

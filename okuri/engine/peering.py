@@ -151,7 +151,7 @@ def _op(raw: list[Any]) -> Op:
     kind, *a = raw
     if kind == "L" and len(a) == 2:
         max_messages = _int(a[0])
-        if not 1 <= max_messages <= limits.lease_ahead_messages_max + limits.receive_messages_max:
+        if not 1 <= max_messages <= limits.lease_ahead_messages_max + limits.lease_messages_max:
             raise ValueError("lease size out of range")
         return Lease(max_messages, _int(a[1]))
     if kind in ("A", "D", "R") and len(a) == 4:

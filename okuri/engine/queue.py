@@ -5,7 +5,9 @@
   written through other nodes;
 - `Receiver` (leases.py): leases, the lease-ahead buffer, long-poll waiters;
 - `Finisher` (finishing.py): deletes, visibility changes, dead letters;
-- `Sender` (sending.py): send checks and the deduplication window.
+- `Sender` (sending.py): send checks and the deduplication window;
+- `Scheduler` (schedule.py): items due beyond the longest delay, kept beside the queue until
+  they are due.
 
 Producers never touch the manifest, so they never contend with consumers: a busy queue costs
 one segment PUT per producer window plus one CAS per consumer window. This module wires the
@@ -26,7 +28,6 @@ from okuri.core.message import Message
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import (
     AckResult,
-    Counts,
     DeadLetterResult,
     Outcome,
     Purge,
@@ -34,8 +35,8 @@ from okuri.core.transitions import (
     Result,
     SetAttributes,
     VisibilityResult,
-    counts,
 )
+from okuri.core.views import Counts, counts
 from okuri.engine.attempts import ReceiveAttempts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.finishing import Finisher, SendToFn
@@ -43,6 +44,7 @@ from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
 from okuri.engine.peering import CommitRequest, Peering, PeerRequestInvalid
 from okuri.engine.retry import retrying
+from okuri.engine.schedule import Scheduler
 from okuri.engine.sending import Sender
 from okuri.engine.slot_log import SlotLog, wanted_messages
 from okuri.engine.tasks import Tasks
@@ -107,7 +109,17 @@ class Queue:
             self.tasks,
             self.finisher.dead_letter,
         )
-        self.sender = Sender(node.clock, self.manifest, self.slots)
+        self.scheduler = Scheduler(
+            name,
+            node.store,
+            node.clock,
+            self.manifest,
+            lambda messages: self.sender.send_raw(messages),
+            self.tasks,
+            node.stats,
+            node.node_id,
+        )
+        self.sender = Sender(node.clock, self.manifest, self.slots, self.scheduler.schedule)
         self.attempts = ReceiveAttempts(name, node.store, node.clock, self.manifest, self.slots)
 
     # --- wiring ------------------------------------------------------------------------------
@@ -158,6 +170,7 @@ class Queue:
     # --- messages ----------------------------------------------------------------------------
 
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
+        self.scheduler.poke()
         return await self.sender.send(requests)
 
     async def send_raw(self, messages: Sequence[Message]) -> None:
@@ -174,6 +187,7 @@ class Queue:
         loop (a move task), whose extra leases would only hide messages from others."""
         if self.clock.monotonic_s() - self._last_sweep_s >= limits.sweep_interval_s:
             self.tasks.spawn(self.sweep_quietly())
+        self.scheduler.poke()
         return await self.receiver.receive(max_messages, visibility_s, wait_s, lease_ahead)
 
     async def remember_receive(
@@ -236,6 +250,7 @@ class Queue:
     async def counts(self) -> Counts:
         """Counts over adopted slots, plus visible and delayed messages in up to
         `count_probe_segments_max` slots past the cursor."""
+        self.scheduler.poke()
         st = await self.refresh()
         now = self.clock.now_ms()
         total = counts(st, now)
@@ -296,9 +311,10 @@ class Queue:
                 break
         try:
             gone = False
-            await self.refresh()
+            st = await self.refresh()
         except QueueDoesNotExist:
-            gone = True
+            gone, st = True, None
+        deleted += await self.scheduler.sweep(st)
         return deleted + await self.attempts.sweep(everything=gone)
 
     def unadopted_slots(self) -> int | None:
@@ -311,6 +327,7 @@ class Queue:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def close(self) -> None:
+        await self.scheduler.close()
         await self.slots.close()
         await self.receiver.release_all()
         await self.manifest.close()

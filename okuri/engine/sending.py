@@ -8,11 +8,12 @@ its slot is adopted, whoever adopts it, and answers from the verdict the manifes
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core.message import Message, sequence_number
+from okuri.core.schedule import beyond_delay, retention_too_short
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import Reach
 from okuri.engine.manifest import Manifest
@@ -20,12 +21,17 @@ from okuri.engine.slot_log import SlotLog
 from okuri.engine.types import SendRequest, SendResult
 from okuri.errors import InvalidArgument, MessageTooLong, QueueDoesNotExist, Unavailable
 
+ScheduleFn = Callable[[QueueState, Sequence[Message]], Awaitable[None]]
+
 
 class Sender:
-    def __init__(self, clock: Clock, manifest: Manifest, slots: SlotLog) -> None:
+    def __init__(
+        self, clock: Clock, manifest: Manifest, slots: SlotLog, schedule: ScheduleFn
+    ) -> None:
         self.clock = clock
         self.manifest = manifest
         self.slots = slots
+        self._schedule = schedule
         # dedup id -> (the first send's result, when the window for it closes)
         self._dedup: dict[str, tuple[asyncio.Future[SendResult], int]] = {}
 
@@ -36,11 +42,14 @@ class Sender:
             return await self._send_fifo(st.attrs, requests, now)
         self._expire_dedup(now)
         pending: list[asyncio.Future[SendResult] | Exception] = []
+        later: list[tuple[Message, asyncio.Future[SendResult]]] = []
         for req in requests:
             try:
-                pending.append(self._enqueue(st.attrs, req, now))
+                pending.append(self._enqueue(st.attrs, req, now, later))
             except InvalidArgument as err:
                 pending.append(err)
+        if later:
+            await self._schedule_later(st, later)
         out: list[SendResult | Exception] = []
         for item in pending:
             if isinstance(item, Exception):
@@ -52,15 +61,21 @@ class Sender:
                 out.append(err)
         return out
 
-    def _enqueue(self, attrs: QueueAttrs, req: SendRequest, now: int) -> asyncio.Future[SendResult]:
+    def _enqueue(
+        self,
+        attrs: QueueAttrs,
+        req: SendRequest,
+        now: int,
+        later: list[tuple[Message, asyncio.Future[SendResult]]],
+    ) -> asyncio.Future[SendResult]:
+        """Hand one message to the slot log, or to `later` when it is scheduled beyond the
+        longest delay; a duplicate within the window answers the first send's result."""
         if len(req.body) > attrs.max_message_bytes:
             raise MessageTooLong(
                 f"message of {len(req.body)} bytes exceeds the limit of {attrs.max_message_bytes}",
                 "MessageBody",
             )
-        delay_s = attrs.delay_s if req.delay_s is None else req.delay_s
-        if not 0 <= delay_s <= limits.delay_s_max:
-            raise InvalidArgument(f"DelaySeconds must be 0 to {limits.delay_s_max}", "DelaySeconds")
+        visible_at = self._visible_at(attrs, req, now)
         if req.dedup_id is not None:
             seen = self._dedup.get(req.dedup_id)
             failed = (
@@ -77,17 +92,56 @@ class Sender:
             id=self.clock.new_id(),
             body=req.body,
             sent_ms=now,
-            visible_at_ms=now + delay_s * 1000,
+            visible_at_ms=visible_at,
             attributes=req.attributes,
             system_attributes=req.system_attributes,
             group_id=req.group_id,
         )
-        fut = self.submit(message)
+        if beyond_delay(visible_at, now):
+            fut: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+            later.append((message, fut))
+        else:
+            fut = self.submit(message)
         if req.dedup_id is not None:
             if len(self._dedup) >= limits.dedup_entries_max:
                 self._dedup.pop(next(iter(self._dedup)))
             self._dedup[req.dedup_id] = (fut, now + limits.dedup_window_s * 1000)
         return fut
+
+    @staticmethod
+    def _visible_at(attrs: QueueAttrs, req: SendRequest, now: int) -> int:
+        if req.enqueue_at_ms is not None:
+            if req.delay_s is not None:
+                raise InvalidArgument("a delay and an enqueue time exclude each other", "EnqueueAt")
+            if req.enqueue_at_ms - now > limits.schedule_s_max * 1000:
+                raise InvalidArgument(
+                    f"an enqueue time is at most {limits.schedule_s_max} s ahead", "EnqueueAt"
+                )
+            if beyond_delay(req.enqueue_at_ms, now) and retention_too_short(attrs.retention_s):
+                raise InvalidArgument(
+                    f"an enqueue time more than {limits.delay_s_max} s ahead needs a queue that "
+                    f"keeps items at least {2 * limits.delay_s_max} s (this one keeps them "
+                    f"{attrs.retention_s} s): scheduled items join the queue up to "
+                    f"{limits.delay_s_max} s before they are due",
+                    "EnqueueAt",
+                )
+            return max(now, req.enqueue_at_ms)
+        delay_s = attrs.delay_s if req.delay_s is None else req.delay_s
+        if not 0 <= delay_s <= limits.delay_s_max:
+            raise InvalidArgument(f"DelaySeconds must be 0 to {limits.delay_s_max}", "DelaySeconds")
+        return now + delay_s * 1000
+
+    async def _schedule_later(
+        self, st: QueueState, later: list[tuple[Message, asyncio.Future[SendResult]]]
+    ) -> None:
+        try:
+            await self._schedule(st, [m for m, _ in later])
+        except (QueueDoesNotExist, Unavailable) as err:
+            for _, fut in later:
+                fut.set_exception(err)
+            return
+        for m, fut in later:
+            fut.set_result(SendResult(m.id, m.sent_ms))
 
     # --- FIFO ----------------------------------------------------------------------------------
 
@@ -134,7 +188,7 @@ class Sender:
             raise InvalidArgument(
                 "a FIFO queue needs a deduplication id", "MessageDeduplicationId"
             )
-        if req.delay_s is not None:
+        if req.delay_s is not None or req.enqueue_at_ms is not None:
             raise InvalidArgument("a FIFO queue takes no per-message delay", "DelaySeconds")
         return Message(
             id=self.clock.new_id(),

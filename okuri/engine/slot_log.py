@@ -33,7 +33,8 @@ from okuri.core.message import (
 )
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueState
-from okuri.core.transitions import Adopt, Grant, Lease, Load, Op, Reach, counts
+from okuri.core.transitions import Adopt, Grant, Lease, Load, Op, Reach
+from okuri.core.views import counts
 from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
 from okuri.engine.dedup import DedupIndex

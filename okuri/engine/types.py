@@ -16,6 +16,9 @@ class SendRequest:
     system_attributes: dict[str, Any] = field(default_factory=dict)
     group_id: str | None = None
     dedup_id: str | None = None
+    # When the message becomes receivable, in place of a delay; beyond the longest delay it
+    # waits outside the queue until then (okuri/engine/schedule.py). The native API's enqueue_at.
+    enqueue_at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

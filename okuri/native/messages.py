@@ -85,24 +85,21 @@ class Messages:
         dedup_id = codec.text(entry, "dedup_id", most=limits.dedup_id_chars_max)
         return SendRequest(
             body=body,
-            delay_s=self._delay_s(entry, now_ms, where),
+            enqueue_at_ms=self._enqueue_at_ms(entry, now_ms, where),
             attributes=attributes,
             dedup_id=None if dedup_id is None else "native\n" + dedup_id,
         )
 
     @staticmethod
-    def _delay_s(entry: codec.Obj, now_ms: int, where: str) -> int | None:
+    def _enqueue_at_ms(entry: codec.Obj, now_ms: int, where: str) -> int | None:
         at_ms = codec.timestamp_ms(entry, "enqueue_at")
-        if at_ms is None:
-            return None
-        delay_s = max(0, math.ceil((at_ms - now_ms) / 1000))
-        if delay_s > limits.delay_s_max:
+        if at_ms is not None and at_ms - now_ms > limits.schedule_s_max * 1000:
             raise bad_request(
-                f"{where}: enqueue_at is {delay_s} s away; this version schedules at most "
-                f"{limits.delay_s_max} s ({limits.delay_s_max // 60} minutes) ahead.",
+                f"{where}: enqueue_at is {(at_ms - now_ms) // 1000} s away; at most "
+                f"{limits.schedule_s_max} s ({limits.schedule_s_max // 86400} days) ahead.",
                 "out_of_range",
             )
-        return delay_s
+        return at_ms
 
     # --- lease -----------------------------------------------------------------------------
 
@@ -115,17 +112,7 @@ class Messages:
         if lease_s is None:
             lease_s = (await self.engine.cached_queue(name)).attrs.visibility_timeout_s
         started_ms = self.clock.now_ms()
-        got: list[Delivery] = []
-        while len(got) < most:  # the engine leases at most ten at a time
-            batch = await self.engine.receive(
-                name,
-                min(limits.receive_messages_max, most - len(got)),
-                lease_s,
-                0 if got else wait_s,
-            )
-            got.extend(batch)
-            if len(batch) < limits.receive_messages_max:
-                break
+        got = await self.engine.receive(name, most, lease_s, wait_s)
         # A lower bound: the engine's lease starts when its commit lands, after this.
         deadline = codec.rfc3339(started_ms + lease_s * 1000)
         return {"items": [_render(d, deadline) for d in got]}

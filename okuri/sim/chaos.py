@@ -11,6 +11,11 @@ On a FIFO seed the producers spread their messages over the seed's message group
 again with the same deduplication id: after an answer that never came (the node crashed, or
 the send failed), and now and then on purpose, sometimes twice at once through two nodes.
 Every attempt carries a body of its own, so the oracle can tell which attempt was enqueued.
+
+On a native seed the clients also use what only the native API offers: some sends carry an
+enqueue time (a few beyond the longest delay, so they wait outside the queue until due),
+receives lease up to a hundred, and consumers retry at a time, extend a lease while they work,
+or dead-letter on their own word (okuri/sim/native_checks.py judges those).
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ FIFO_ATTEMPTS_MAX = 4
 # keeps the others `FIFO_HOLD_S` longer than the queue's visibility timeout (`give_back`).
 FIFO_GIVE_BACK_SHARE = 0.7
 FIFO_HOLD_S = 10  # beyond twice the largest clock skew, so the oracle can tell it is held
+# Native seeds: how far ahead an enqueue time is, seconds: near ones are delays to the
+# millisecond; far ones (`SimConfig.p_far` of the sends) wait outside the queue.
+NATIVE_NEAR_S = (0.5, 20.0)
+NATIVE_FAR_S = (limits.delay_s_max + 1.0, limits.delay_s_max + 120.0)
+NATIVE_RETRY_AT_S = (1, 10)  # a retry at a time, seconds ahead
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +79,20 @@ class ChaosLoad:
             for k in range(size):
                 body = f"p{index}-b{batch_no}-m{k}".encode()
                 w.history.attempted_bodies.add(body)
-                delay = w.rng.choice([None, None, None, 0, 1, 3])
-                reqs.append(SendRequest(body, delay_s=delay))
+                reqs.append(self._request(body))
             batch_no += 1
             sent += size
             await w.send(reqs)
+
+    def _request(self, body: bytes) -> SendRequest:
+        w = self.world
+        delay = w.rng.choice([None, None, None, 0, 1, 3])
+        if not w.config.native or w.rng.random() < 0.5:
+            return SendRequest(body, delay_s=delay)
+        far = w.rng.random() < w.config.p_far * 2  # half the sends may carry a time
+        ahead_s = w.rng.uniform(*(NATIVE_FAR_S if far else NATIVE_NEAR_S))
+        at_ms = w.nodes[0].clock.now_ms() + int(ahead_s * 1000)  # the client's own clock
+        return SendRequest(body, enqueue_at_ms=at_ms)
 
     async def fifo_producer(self, index: int, count: int) -> None:
         """Send `count` messages to the FIFO queue over the seed's groups, in batches as
@@ -113,10 +132,11 @@ class ChaosLoad:
         while not w.stopping:
             start = w.now()
             vis = w.rng.choice([None, None, 1, w.config.visibility_s])
+            most = w.rng.choice([10, 100]) if w.config.native else 10
             try:
                 got = await w.call(
-                    lambda e, v=vis: e.receive(  # type: ignore[misc]
-                        queue, w.rng.randint(1, 10), v, w.rng.choice([0, 1, 3])
+                    lambda e, v=vis, n=most: e.receive(  # type: ignore[misc]
+                        queue, w.rng.randint(1, n), v, w.rng.choice([0, 1, 3])
                     )
                 )
             except (NodeDown, OkuriError):
@@ -135,10 +155,31 @@ class ChaosLoad:
                 got = await self.give_back(queue, got)
             elif fate < 0.3:
                 await w.change_visibility(queue, [(d, w.rng.randint(0, 3)) for d in got])
+            elif fate < 0.45 and w.config.native:
+                got = await self.native_fates(queue, got)
             if old and w.rng.random() < 0.3:
                 got = [*got, *old[:3]]  # try some receipts that may be stale by now
                 del old[:3]
             await w.ack(queue, got)
+
+    async def native_fates(self, queue: str, got: list[Delivery]) -> list[Delivery]:
+        """What a native consumer may do instead of completing: dead-letter some on its own
+        word, retry some at a time, and extend the lease of the rest while it works on them;
+        returns what it completes."""
+        w = self.world
+        dead = [d for d in got if w.rng.random() < 0.3]
+        later = [d for d in got if d not in dead and w.rng.random() < 0.4]
+        keep = [d for d in got if d not in dead and d not in later]
+        if dead:
+            await w.dead_letter(queue, dead)
+        if later:
+            retry = [(d, w.rng.randint(*NATIVE_RETRY_AT_S)) for d in later]
+            await w.change_visibility(queue, retry)
+        if keep:
+            extend_s = w.config.visibility_s + w.rng.randint(1, 5)
+            await w.change_visibility(queue, [(d, extend_s) for d in keep])
+            await asyncio.sleep(w.rng.uniform(0, extend_s))
+        return keep
 
     async def give_back(self, queue: str, got: list[Delivery]) -> list[Delivery]:
         """Make some of `got` visible again at once and keep the rest longer, working on it

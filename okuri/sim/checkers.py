@@ -11,7 +11,9 @@
 
 A dead-letter move copies first and finishes the source message second, so an interrupted move
 may put two copies (same message id, as on SQS) into the dead-letter queue. The checks about one
-message's leases (epochs, single ack, no delivery after ack) therefore apply to source queues.
+message's leases (epochs, single ack, no delivery after ack) therefore apply to source queues,
+and there to each copy of a message: a scheduled item moved in twice (a mover died between
+appending it and deleting its batch) is two copies with one id in two slots.
 
 FIFO queues keep all of these (a send answered as a duplicate names the first message, which
 must then be delivered like any other); what only FIFO queues promise is checked in
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from okuri import limits
 from okuri.sim.history import Delivered, History
 
 
@@ -53,11 +56,14 @@ def _is_dlq(queue: str) -> bool:
     return queue.removesuffix(".fifo").endswith("-dlq")
 
 
-def _by_message(h: History) -> dict[tuple[str, str], list[Delivered]]:
-    out: dict[tuple[str, str], list[Delivered]] = defaultdict(list)
+Copy = tuple[str, str, int]  # (queue, message id, slot): one copy of a message
+
+
+def _by_message(h: History) -> dict[Copy, list[Delivered]]:
+    out: dict[Copy, list[Delivered]] = defaultdict(list)
     for d in h.delivered:
         if not _is_dlq(d.queue):
-            out[(d.queue, d.message_id)].append(d)
+            out[(d.queue, d.message_id, d.slot)].append(d)
     return out
 
 
@@ -81,11 +87,11 @@ def epochs_unique(h: History) -> list[Violation]:
 def ack_by_a_delivered_receipt(h: History) -> list[Violation]:
     out = []
     deliveries = _by_message(h)
-    effective: dict[tuple[str, str], int] = defaultdict(int)
+    effective: dict[Copy, int] = defaultdict(int)
     for a in h.acked:
         if a.result != "acked" or _is_dlq(a.queue):
             continue
-        key = (a.queue, a.message_id)
+        key = (a.queue, a.message_id, a.slot)
         effective[key] += 1
         epochs = {d.epoch for d in deliveries.get(key, [])}
         if a.epoch not in epochs:
@@ -105,13 +111,13 @@ def ack_by_a_delivered_receipt(h: History) -> list[Violation]:
 
 def no_delivery_after_ack(h: History) -> list[Violation]:
     out = []
-    acked_at: dict[tuple[str, str], float] = {}
+    acked_at: dict[Copy, float] = {}
     for a in h.acked:
         if a.result == "acked" and not _is_dlq(a.queue):
-            key = (a.queue, a.message_id)
+            key = (a.queue, a.message_id, a.slot)
             acked_at[key] = min(acked_at.get(key, a.end), a.end)
     for d in h.delivered:
-        t = acked_at.get((d.queue, d.message_id))
+        t = acked_at.get((d.queue, d.message_id, d.slot))
         if t is not None and d.start > t:
             out.append(
                 Violation(
@@ -135,10 +141,19 @@ def no_loss(
             continue
         # A FIFO duplicate stands for a message sent earlier, by the first attempt or after it.
         began = min(s.start, h.first_attempt.get(s.dedup_id, s.start)) if s.dedup_id else s.start
-        if any(p.queue == s.queue and p.end > began for p in h.purged):
+        # A purge drops scheduled items by the nodes' clocks, which may be `skew_s` apart (SQS
+        # too may delete what was sent just after a purge).
+        margin_s = skew_s if s.at_s is not None else 0.0
+        if any(p.queue == s.queue and p.end + margin_s > began for p in h.purged):
             continue  # a purge that ended after this send began may have taken it
+        if s.at_s is not None and s.at_s - s.start > limits.delay_s_max:
+            # Scheduled beyond the longest delay: it joined the queue at most that long before
+            # it was due, and its retention counts from then.
+            began = s.at_s - limits.delay_s_max
         if began + retention_s - skew_s <= end:
             continue  # old enough that some node's clock may have expired it
+        if s.at_s is not None and began + retention_s - skew_s <= s.at_s + skew_s:
+            continue  # due after its retention period ends: it may expire unseen, as on SQS
         out.append(
             Violation(
                 "no_loss",

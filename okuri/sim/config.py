@@ -45,6 +45,12 @@ STEADY_BATCH_MESSAGES_CHOICES = (5, 10)  # SendMessageBatch; fewer calls, cheape
 
 # The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
 FIFO_SHARE = 0.25
+# The native shape: a share of the standard chaos seeds whose clients also use what only the
+# native API offers: enqueue times (some beyond the longest delay, so they wait outside the
+# queue, okuri/engine/schedule.py), leases of up to a hundred, retry at a time, dead-lettering
+# on a consumer's word and extending a lease. Drawn per seed from a generator of its own.
+NATIVE_SHARE = 0.3
+NATIVE_FAR_CHOICES = (0.02, 0.05)  # share of sends scheduled 15 to 17 minutes ahead
 # Seeds whose nodes forward commits to the queue's leader; the others all commit for themselves.
 PEERING_SHARE = 0.75
 FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight barely do
@@ -91,6 +97,10 @@ class SimConfig:
     # simulated network that loses a forward, or its answer, with this probability.
     peering: bool = False
     p_peer_lost: float = 0.0
+    # The native shape (okuri/sim/chaos.py): clients use enqueue times, big leases, retry at a
+    # time, dead-lettering and extending; `p_far` of the sends are due beyond the longest delay.
+    native: bool = False
+    p_far: float = 0.0
 
     @property
     def send_rate_per_s(self) -> float:
@@ -130,7 +140,14 @@ class SimConfig:
         )
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")
-            return chaos.fifo_variant(fifo) if fifo.random() < FIFO_SHARE else chaos
+            if fifo.random() < FIFO_SHARE:
+                return chaos.fifo_variant(fifo)
+            native = random.Random(f"native-{seed}")
+            if native.random() < NATIVE_SHARE:
+                return dataclasses.replace(
+                    chaos, native=True, p_far=native.choice(NATIVE_FAR_CHOICES)
+                )
+            return chaos
         # Drawn from a generator of its own, so the steady seeds keep the chaos seeds' faults,
         # clocks and linger and every other seed keeps the shape it always had.
         return chaos.steady_variant(random.Random(f"shape-{seed}"))

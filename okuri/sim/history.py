@@ -5,7 +5,12 @@ told, and when. That keeps them honest about what okuri promises.
 
 FIFO runs fill in more of what a client sees (group, deduplication id, sequence numbers, which
 receive call a delivery came from and the visibility it asked for) and keep the deletes and
-visibility changes whose answer never came back, since those may have taken effect.
+visibility changes whose answer never came back, since those may have taken effect. Native
+runs add enqueue times, every visibility change (retry at a time, extend) and dead-lettering.
+
+A message is known by its id and the slot it was delivered from: an item scheduled beyond the
+longest delay that a dying node had moved in is moved again by another (same id, another
+slot), and each such copy is a message of its own to the checkers.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class Sent:
     dedup_id: str | None = None
     duplicate: bool = False
     sequence_number: str | None = None
+    at_s: float | None = None  # native: the enqueue time asked for, run seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +50,7 @@ class Delivered:
     sent_s: float = 0.0  # the message's send time by the sending node's clock, run seconds
     receive_id: int = 0  # which receive call delivered it: one call may deliver several of a group
     visibility_s: float = 0.0  # the lease the receive asked for (or the queue's default)
+    slot: int = 0  # the slot the delivered copy is in (its receipt's)
 
 
 UNANSWERED = "unanswered"  # a delete or visibility change whose node crashed before answering
@@ -57,6 +64,7 @@ class Acked:
     result: str  # an AckResult, or UNANSWERED (FIFO runs record those: they may have landed)
     start: float
     end: float
+    slot: int = 0  # the slot of the delivered copy (Delivered.slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,18 @@ class Changed:
     epoch: int
     visibility_s: int
     result: str  # a VisibilityResult, or UNANSWERED
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    """A consumer's dead-lettering of one delivered message (native seeds)."""
+
+    queue: str
+    message_id: str
+    slot: int
+    result: str  # a DeadLetterResult, or UNANSWERED
     start: float
     end: float
 
@@ -88,6 +108,7 @@ class History:
     acked: list[Acked] = field(default_factory=list)
     changed: list[Changed] = field(default_factory=list)
     purged: list[Purged] = field(default_factory=list)
+    dead: list[DeadLettered] = field(default_factory=list)
     # FIFO: when the first attempt with each deduplication id began (a send answered as a
     # duplicate stands for a message sent by that attempt, or one after it)
     first_attempt: dict[str, float] = field(default_factory=dict)

@@ -26,6 +26,7 @@ from okuri import limits
 from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core.invariants import check_state
+from okuri.core.receipts import Receipt
 from okuri.core.state import QueueAttrs, decode_state
 from okuri.engine import Engine, PeerUnreachable, SendRequest, SendResult
 from okuri.engine.types import Delivery
@@ -33,7 +34,16 @@ from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation, check_history
 from okuri.sim.config import SimConfig
 from okuri.sim.fifo_checks import check_fifo
-from okuri.sim.history import UNANSWERED, Acked, Changed, Delivered, History, Sent
+from okuri.sim.history import (
+    UNANSWERED,
+    Acked,
+    Changed,
+    DeadLettered,
+    Delivered,
+    History,
+    Sent,
+)
+from okuri.sim.native_checks import check_native
 from okuri.store.counting import CountingStore
 from okuri.store.memory import Faults, MemoryStore
 
@@ -42,6 +52,16 @@ EPOCH_MS = 1_767_225_600_000  # 2026-01-01, so timestamps look real
 QUEUE = "jobs"
 FIFO_QUEUE = "jobs.fifo"
 FIFO_DLQ = "jobs-dlq.fifo"  # named in the FIFO queue's attributes: "-dlq" after ".fifo" is no name
+
+
+def run_s(epoch_ms: int) -> float:
+    """A wall-clock time in milliseconds as run seconds (the history's time line)."""
+    return (epoch_ms - EPOCH_MS) / 1000
+
+
+def slot_of(d: Delivery) -> int:
+    """The slot a delivered copy is in, from its receipt."""
+    return Receipt.decode(d.receipt_handle).seq
 
 
 class NodeDown(Exception):
@@ -94,6 +114,7 @@ class World:
         self.queue = FIFO_QUEUE if config.fifo else QUEUE
         self.dlq = FIFO_DLQ if config.fifo else f"{QUEUE}-dlq"
         self.receives = 0  # receive calls answered, to tell one call's deliveries from another's
+        self.latest_at_s = 0.0  # the latest enqueue time any send asked for, run seconds
         self._wire_rng = random.Random(f"wire-{config.seed}")
 
     # --- nodes -------------------------------------------------------------------------------
@@ -209,6 +230,8 @@ class World:
         for req in reqs:
             if req.dedup_id is not None:
                 self.history.first_attempt.setdefault(req.dedup_id, start)
+            if req.enqueue_at_ms is not None:
+                self.latest_at_s = max(self.latest_at_s, run_s(req.enqueue_at_ms))
         try:
             results = await self.call(lambda e: e.send(self.queue, reqs), node)
         except (NodeDown, OkuriError):
@@ -231,6 +254,7 @@ class World:
                     req.dedup_id,
                     res.duplicate,
                     res.sequence_number,
+                    None if req.enqueue_at_ms is None else run_s(req.enqueue_at_ms),
                 )
             )
             dup = " (duplicate)" if res.duplicate else ""
@@ -259,9 +283,10 @@ class World:
                     d.message.group_id,
                     d.sequence_number,
                     d.message.dedup_key,
-                    (d.message.sent_ms - EPOCH_MS) / 1000,
+                    run_s(d.message.sent_ms),
                     self.receives,
                     vis,
+                    slot_of(d),
                 )
             )
             self.history.note(end, f"delivered {queue}/{d.message.id}#{d.receive_count}")
@@ -279,19 +304,36 @@ class World:
             if self.config.fifo:  # it may have landed: the FIFO oracle needs to know
                 end = self.now()
                 self.history.acked += [
-                    Acked(queue, d.message.id, d.receive_count, UNANSWERED, start, end)
+                    Acked(
+                        queue,
+                        d.message.id,
+                        d.receive_count,
+                        UNANSWERED,
+                        start,
+                        end,
+                        slot_of(d),
+                    )
                     for d in batch
                 ]
             return
         end = self.now()
         for d, res in zip(batch, results, strict=True):
             self.history.acked.append(
-                Acked(queue, d.message.id, d.receive_count, str(res), start, end)
+                Acked(
+                    queue,
+                    d.message.id,
+                    d.receive_count,
+                    str(res),
+                    start,
+                    end,
+                    slot_of(d),
+                )
             )
             self.history.note(end, f"ack {queue}/{d.message.id}#{d.receive_count}={res}")
 
     async def change_visibility(self, queue: str, entries: list[tuple[Delivery, int]]) -> None:
-        """ChangeMessageVisibilityBatch through any live node; FIFO runs record each answer."""
+        """ChangeMessageVisibilityBatch through any live node; FIFO and native runs record
+        each answer."""
         start = self.now()
         handles = [(d.receipt_handle, vis) for d, vis in entries]
         try:
@@ -300,12 +342,29 @@ class World:
             )
         except (NodeDown, OkuriError):
             results = [UNANSWERED] * len(entries)
-        if self.config.fifo:
+        if self.config.fifo or self.config.native:
             end = self.now()
             for (d, vis), res in zip(entries, results, strict=True):
                 self.history.changed.append(
                     Changed(queue, d.message.id, d.receive_count, vis, str(res), start, end)
                 )
+
+    async def dead_letter(self, queue: str, batch: list[Delivery]) -> None:
+        """Dead-letter `batch` on its consumer's word through any live node (the native
+        API's `dead: true`), each answer recorded."""
+        start = self.now()
+        try:
+            results: list[object] = list(
+                await self.call(lambda e: e.dead_letter(queue, [d.receipt_handle for d in batch]))
+            )
+        except (NodeDown, OkuriError):
+            results = [UNANSWERED] * len(batch)
+        end = self.now()
+        for d, res in zip(batch, results, strict=True):
+            self.history.dead.append(
+                DeadLettered(queue, d.message.id, slot_of(d), str(res), start, end)
+            )
+            self.history.note(end, f"dead {queue}/{d.message.id}#{d.receive_count}={res}")
 
     # --- the liveness phase -----------------------------------------------------------------
 
@@ -335,21 +394,27 @@ class World:
         cfg = self.config
         self.heal()
         drained = False
-        deadline = self.now() + 600
+        # Items scheduled beyond the longest delay move in when due: the drain waits for them.
+        deadline = max(self.now(), self.latest_at_s) + 600
         quiet = 0
         while self.now() < deadline:
             moved = 0
+            # Nothing to take while scheduled items are not due yet: long polls, not spins.
+            wait_s = 20 if quiet >= 3 else 1
             for queue in (self.queue, self.dlq):
                 start = self.now()
                 try:
-                    got = await self.call(lambda e, q=queue: e.receive(q, 10, 30, 1))  # type: ignore[misc]
+                    got = await self.call(
+                        lambda e, q=queue, w=wait_s: e.receive(q, 10, 30, w)  # type: ignore[misc]
+                    )
                 except OkuriError:
                     got = []
                 self.record(queue, got, start, 30)
                 await self.ack(queue, got)
                 moved += len(got)
             quiet = quiet + 1 if moved == 0 else 0
-            if quiet >= 3 and await self._empty():
+            due_s = self.latest_at_s + cfg.skew_ms_max / 1000 + 1
+            if quiet >= 3 and self.now() > due_s and await self._empty():
                 drained = True
                 break
         violations = []
@@ -359,6 +424,8 @@ class World:
         violations += check_history(self.history, self.queue, cfg.retention_s, skew_s, self.dlq)
         if cfg.fifo:
             violations += check_fifo(self.history, self.queue, cfg.retention_s, cfg.skew_ms_max)
+        if cfg.native:
+            violations += check_native(self.history, self.queue, self.dlq, skew_s)
         violations += await self.final_state()
         return violations
 

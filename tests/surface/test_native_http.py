@@ -257,7 +257,7 @@ def test_extend_keeps_a_lease_and_a_stale_handle_is_named(server: ServerProcess)
     assert stats["leased"] == 1 and stats["visible"] == 0
 
 
-def test_scheduled_produce_within_fifteen_minutes_and_a_clear_refusal_beyond(
+def test_scheduled_produce_near_and_far_and_a_clear_refusal_past_a_year(
     server: ServerProcess,
 ) -> None:
     name = fresh()
@@ -271,10 +271,14 @@ def test_scheduled_produce_within_fifteen_minutes_and_a_clear_refusal_beyond(
         )
     )
     assert ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]["delayed"] == 1
-    far = {"items": [{"body": "s", "enqueue_at": at(3600)}]}
-    answer = call(server, "POST", f"/v1/queues/{name}/messages", far)
+    # An item a week away waits outside the queue (counted once it is within 15 minutes).
+    week = {"items": [{"body": "s", "enqueue_at": at(7 * 86400)}]}
+    assert len(ok(call(server, "POST", f"/v1/queues/{name}/messages", week))["ids"]) == 1
+    assert ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]["delayed"] == 1
+    too_far = {"items": [{"body": "s", "enqueue_at": at(400 * 86400)}]}
+    answer = call(server, "POST", f"/v1/queues/{name}/messages", too_far)
     assert error_code(answer, 400) == "out_of_range"
-    assert "900" in json.loads(answer.body)["error"]["message"]
+    assert "366 days" in json.loads(answer.body)["error"]["message"]
 
 
 # --- SQS interop -----------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from okuri.core.transitions import (
     Ack,
     Adopt,
     ChangeVisibility,
-    Counts,
     Grant,
     Lease,
     LeaseResult,
@@ -31,10 +30,8 @@ from okuri.core.transitions import (
     Release,
     SetAttributes,
     apply,
-    counts,
-    has_visible,
-    next_expiry_ms,
 )
+from okuri.core.views import Counts, counts, has_visible, next_expiry_ms
 
 T0 = 1_700_000_000_000  # an arbitrary "now" in ms; the core never reads a clock
 VIS = 30_000
@@ -460,10 +457,10 @@ def test_dead_and_granted_are_each_bounded_by_max_messages() -> None:
     now = T0 + 1_000
     st, res = lease(st, now, n=2, vis=1_000)
     assert at(res.dead) == [(0, 0), (0, 1)]
-    assert res.granted == ()
+    assert at(res.granted) == [(0, 3), (0, 4)]
     st, res = lease(st, now, n=2, vis=1_000)
     assert at(res.dead) == [(0, 2)]
-    assert at(res.granted) == [(0, 3), (0, 4)]
+    assert at(res.granted) == [(0, 5)]
 
 
 # --- release ---------------------------------------------------------------------------------

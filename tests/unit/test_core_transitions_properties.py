@@ -33,8 +33,8 @@ from okuri.core.transitions import (
     Release,
     SetAttributes,
     apply,
-    counts,
 )
+from okuri.core.views import counts
 
 # Hypothesis caches under ./.hypothesis by default; keep the work tree clean.
 set_hypothesis_home_dir(str(Path(tempfile.gettempdir()) / "okuri-hypothesis"))

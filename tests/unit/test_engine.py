@@ -19,7 +19,7 @@ from okuri.core import keys
 from okuri.core.message import Message, Segment, encode_segment
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueAttrs
-from okuri.core.transitions import Counts
+from okuri.core.views import Counts
 from okuri.engine import Delivery, Engine, SendRequest, SendResult
 from okuri.errors import (
     Conflict,
@@ -728,7 +728,10 @@ async def test_send_of_nothing_is_nothing(node: Engine) -> None:
             "DelaySeconds",
         ),
         (lambda e: e.receive(Q, max_messages=0), "MaxNumberOfMessages"),
-        (lambda e: e.receive(Q, max_messages=11), "MaxNumberOfMessages"),
+        (
+            lambda e: e.receive(Q, max_messages=limits.lease_messages_max + 1),
+            "MaxNumberOfMessages",
+        ),
         (lambda e: e.receive(Q, wait_s=-1), "WaitTimeSeconds"),
         (lambda e: e.receive(Q, wait_s=21), "WaitTimeSeconds"),
         (lambda e: e.receive(Q, visibility_s=-1), "VisibilityTimeout"),
@@ -743,7 +746,7 @@ async def test_send_of_nothing_is_nothing(node: Engine) -> None:
         "delay-negative",
         "delay-too-long",
         "max-messages-zero",
-        "max-messages-eleven",
+        "max-messages-past-a-lease",
         "wait-negative",
         "wait-too-long",
         "visibility-negative",
@@ -1084,3 +1087,20 @@ async def test_an_unclear_create_that_landed_is_not_written_twice(
     assert [d.message.id for d in got] == [sent.message_id]
     assert await other.ack(Q, [got[0].receipt_handle]) == ["acked"]
     assert await receive_until(other, Q, 1, deadline_s=0.3) == []
+
+
+async def test_a_lease_of_a_hundred_is_one_receive_and_one_cas() -> None:
+    counting = CountingStore(MemoryStore())
+    node = Engine(counting, SystemClock(), linger_ms=20)
+    try:
+        await node.create_queue(Q)
+        for i in range(12):
+            await node.send(Q, [SendRequest(b"m%d-%d" % (i, j)) for j in range(10)])
+        before = counting.counts.snapshot()
+        got = await node.receive(Q, max_messages=100, wait_s=0, lease_ahead=False)
+        after = counting.counts.snapshot()
+        assert len(got) == 100
+        assert len({d.message.id for d in got}) == 100
+        assert after["cas"] - before["cas"] == 1
+    finally:
+        await node.close()

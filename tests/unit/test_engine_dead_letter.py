@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from okuri.clock import SystemClock
-from okuri.core.transitions import Counts
+from okuri.core.views import Counts
 from okuri.engine import Engine, QueueAttrs, SendRequest
 from okuri.errors import ReceiptHandleInvalid
 from okuri.store.memory import MemoryStore

@@ -1,0 +1,57 @@
+"""Which visible messages of a standard queue a lease takes: those waiting longest, so a
+retried or run-out message rejoins at the tail.
+
+A message waits from the moment it became visible: its send (or the end of its delay) for one
+never received, the end of its last lease for one received before (a lease that ran out, a
+retry at a time, a visibility change). Ordering by that moment puts a message that keeps
+failing behind everything sent before its retry, so one poison message cannot take a place in
+every lease ahead of the rest.
+
+The manifest keeps segments in slot order, and a message cannot have become visible before
+its segment was sent, so the scan stops at the first segment sent after the newest moment it
+has kept: in a queue without retries that is one segment past the last one taken, as cheap as
+taking messages in slot order. Sending times come from the nodes' clocks, so across nodes whose
+clocks disagree the order is approximate, as SQS's best-effort order of standard queues is.
+FIFO queues keep slot order within each group (okuri/core/transitions.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from okuri.core.state import QueueState
+
+Place = tuple[int, int]  # (slot, index) of a message
+
+
+def longest_waiting(
+    st: QueueState, now_ms: int, most: int, taken: set[Place]
+) -> tuple[list[Place], list[Place]]:
+    """Up to `most` visible messages, longest waiting first, and up to `most` visible messages
+    past the queue's maxReceiveCount (due for the dead-letter queue), in slot order."""
+    if most <= 0:
+        return [], []
+    mrc = st.attrs.max_receive_count
+    kept: list[tuple[int, int, int]] = []  # a max-heap of (-since_ms, -seq, -idx)
+    dead: list[Place] = []
+    for seg in st.segments.values():
+        if len(kept) >= most:
+            since_ms, seq, _idx = (-v for v in kept[0])
+            if (seg.sent_ms, seg.seq) > (since_ms, seq):
+                break
+        for idx in range(seg.count):
+            if seg.is_done(idx) or (seg.seq, idx) in taken:
+                continue
+            receives, until_ms, _first = seg.leases.get(idx, (0, 0, 0))
+            if until_ms > now_ms:
+                continue
+            if mrc is not None and receives >= mrc:
+                if len(dead) < most:
+                    dead.append((seg.seq, idx))
+                continue
+            entry = (-(until_ms or seg.sent_ms), -seg.seq, -idx)
+            if len(kept) < most:
+                heapq.heappush(kept, entry)
+            elif entry > kept[0]:
+                heapq.heapreplace(kept, entry)
+    return [(-seq, -idx) for _s, seq, idx in sorted(kept, reverse=True)], dead

@@ -1,0 +1,67 @@
+"""Read-only views of a manifest: counts as SQS reports them, a message's lease, the next
+moment a hidden message shows. Pure, like the transitions that change the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from okuri.core.state import Lease as LeaseTuple
+from okuri.core.state import QueueState
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    visible: int = 0
+    in_flight: int = 0
+    delayed: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.visible + other.visible,
+            self.in_flight + other.in_flight,
+            self.delayed + other.delayed,
+        )
+
+
+def current_lease(st: QueueState, seq: int, idx: int) -> LeaseTuple | None:
+    """The lease of an unfinished message (receives, until_ms, first_receive_ms), if any."""
+    seg = st.segments.get(seq)
+    if seg is None or idx >= seg.count or seg.is_done(idx):
+        return None
+    return seg.leases.get(idx)
+
+
+def counts(st: QueueState, now_ms: int) -> Counts:
+    """Approximate counts over adopted slots, as SQS reports them."""
+    cutoff = now_ms - st.attrs.retention_s * 1000
+    visible = in_flight = delayed = 0
+    for seg in st.segments.values():
+        if seg.sent_ms <= cutoff:
+            continue
+        remaining = seg.remaining()
+        for receives, until_ms, _ in seg.leases.values():
+            if until_ms > now_ms:
+                remaining -= 1
+                if receives:
+                    in_flight += 1
+                else:
+                    delayed += 1
+        visible += remaining
+    return Counts(visible, in_flight, delayed)
+
+
+def next_expiry_ms(st: QueueState, now_ms: int) -> int | None:
+    """When the earliest lease or delay that hides a message runs out, if any does."""
+    soonest: int | None = None
+    for seg in st.segments.values():
+        for _, until_ms, _ in seg.leases.values():
+            if until_ms > now_ms and (soonest is None or until_ms < soonest):
+                soonest = until_ms
+    return soonest
+
+
+def has_visible(st: QueueState, now_ms: int) -> bool:
+    for seg in st.segments.values():
+        if seg.remaining() > sum(1 for lease in seg.leases.values() if lease[1] > now_ms):
+            return True
+    return False
