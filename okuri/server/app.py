@@ -30,8 +30,8 @@ from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
-from okuri.native.keyfile import load_keys_file
-from okuri.native.keys import KeysFileInvalid, KeyTable
+from okuri.principals.keyfile import load_keys_file
+from okuri.principals.keys import KeysFileInvalid, KeyTable
 from okuri.server.health import Health, health_app
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url

@@ -29,7 +29,7 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "nodes on one store SIGKILLed under load: nothing lost",
     ),
     ("keys", "create"): (
-        "okuri.native.keyfile",
+        "okuri.principals.keyfile",
         "create a native API bearer key: okuri keys create --role R [--namespace N] --file F",
     ),
     ("bench", "scaleout"): (

@@ -1,8 +1,8 @@
-"""Bearer keys, roles and namespaces of the native API: who may do what to which queue.
+"""The keys a node accepts and the keys file's format: native bearer keys.
 
-Pure: the decision is a function of (operation, role, namespace, queue), so every cell of the
-matrix is a unit test. A key is stored only as its SHA-256 (a key is 32 random bytes, so a
-salt or a slow hash would add nothing); a presented key is hashed and looked up.
+A key is stored only as its SHA-256 (a key is 32 random bytes, so a salt or a slow hash would
+add nothing); a presented key is hashed and looked up. Roles and namespaces are
+`okuri.principals.roles`'.
 """
 
 from __future__ import annotations
@@ -10,73 +10,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 import orjson
 
-Role = Literal["admin", "producer", "consumer", "readonly"]
+from okuri.principals.roles import NAMESPACE, ROLES, Principal, Role
 
-Operation = Literal[
-    "create_queue",
-    "get_queue",
-    "list_queues",
-    "update_queue",
-    "delete_queue",
-    "purge_queue",
-    "produce",
-    "lease",
-    "complete",
-    "retry",
-    "extend",
-    "redrive",
-]
-OPERATIONS: tuple[Operation, ...] = get_args(Operation)
-ROLES: tuple[Role, ...] = get_args(Role)
-
-_READ: frozenset[Operation] = frozenset({"get_queue", "list_queues"})
-# What each role may do; admin may do everything, within its namespace.
-GRANTS: Mapping[Role, frozenset[Operation]] = {
-    "admin": frozenset(OPERATIONS),
-    "producer": _READ | {"produce"},
-    "consumer": _READ | {"lease", "complete", "retry", "extend"},
-    "readonly": _READ,
-}
-
-Decision = Literal["allow", "wrong_role", "out_of_namespace"]
-
-# A namespace is a queue-name prefix: queue-name characters only, possibly none (every queue).
-NAMESPACE = re.compile(r"[A-Za-z0-9_-]{0,80}")
 KEY_PREFIX = "okuri_"
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who a request acts as. `key_id` names the key in logs; it is not secret."""
-
-    key_id: str
-    role: Role
-    namespace: str = ""
-
-
-def decide(operation: Operation, role: Role, namespace: str, queue: str) -> Decision:
-    """Whether `role` limited to `namespace` may do `operation` on `queue` (for list_queues,
-    `queue` is the listed prefix: allowed when it lies inside the namespace or the namespace
-    inside it, the listing then narrowed by `list_prefix`)."""
-    if operation not in GRANTS[role]:
-        return "wrong_role"
-    if queue.startswith(namespace):
-        return "allow"
-    if operation == "list_queues" and namespace.startswith(queue):
-        return "allow"
-    return "out_of_namespace"
-
-
-def list_prefix(namespace: str, prefix: str) -> str:
-    """The prefix a listing really uses: the longer of the two (one contains the other once
-    `decide` allowed the listing)."""
-    return prefix if len(prefix) >= len(namespace) else namespace
 
 
 def hash_key(key: str) -> str:

@@ -13,9 +13,8 @@ import sys
 import tempfile
 
 from okuri.clock import new_secret
-from okuri.native.keys import (
+from okuri.principals.keys import (
     KEY_PREFIX,
-    ROLES,
     KeysFileInvalid,
     StoredKey,
     check_namespace,
@@ -25,6 +24,7 @@ from okuri.native.keys import (
     parse_keys_file,
     render_keys_file,
 )
+from okuri.principals.roles import ROLES
 
 
 def load_keys_file(path: str) -> list[StoredKey]:
