@@ -10,6 +10,7 @@ import asyncio
 import os
 import random
 import secrets
+import string
 import threading
 import time
 import uuid
@@ -117,3 +118,11 @@ def new_secret(nbytes: int = 32) -> str:
     """A secret for a credential (a bearer key): OS randomness, never a seeded generator,
     whichever clock is in use, so a simulated run cannot mint a guessable key."""
     return secrets.token_urlsafe(nbytes)
+
+
+def new_access_key_id(prefix: str, chars: int) -> str:
+    """An access key id: `prefix` and `chars` random capital letters and digits, as AWS's look.
+    Public, not secret, but from OS randomness like `new_secret`, so ids never repeat across
+    simulated runs either."""
+    alphabet = string.ascii_uppercase + string.digits
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(chars))

@@ -1,6 +1,6 @@
 """One request's principal, and the checks the operations make against it (403 on refusal).
 
-The rule itself is `okuri.native.keys.decide`; this only turns its answer into the error.
+The rule itself is `okuri.principals.roles.decide`; this only turns its answer into the error.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from okuri.native.errors import NativeError
-from okuri.native.keys import Operation, Principal, decide, list_prefix
+from okuri.principals.roles import Operation, Principal, decide, list_prefix
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,10 @@ from okuri.errors import OkuriError
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
-from okuri.native.keys import KeyTable, Principal
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
+from okuri.principals.keys import KeyTable
+from okuri.principals.roles import Principal
 
 log = logging.getLogger("okuri.native")
 

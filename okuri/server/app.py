@@ -30,8 +30,8 @@ from okuri.engine import Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
-from okuri.native.keyfile import load_keys_file
-from okuri.native.keys import KeysFileInvalid, KeyTable
+from okuri.principals.keyfile import load_keys_file, loose_mode_warning
+from okuri.principals.keys import KeysFileInvalid, KeyTable
 from okuri.server.health import Health, health_app
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
@@ -152,7 +152,9 @@ class Server:
         main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("POST", PEER_PATH, self._serve_peer)
         self.native: NativeHttp | None = None
-        self.key_table = KeyTable(settings.admin_key, [])
+        self.key_table = KeyTable(
+            settings.admin_key, [], (settings.access_key_id, settings.secret_access_key)
+        )
         main.router.add_route("*", NATIVE_PREFIX + "{tail:.*}", self._serve_native)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
@@ -170,18 +172,24 @@ class Server:
         return await self.native.handle(request)
 
     def _load_keys(self) -> KeyTable:
-        """The admin key and the keys file's keys; raises KeysFileInvalid."""
+        """The environment's keys and the keys file's; raises KeysFileInvalid."""
         path = self.settings.api_keys_file
-        return self.key_table.with_stored(load_keys_file(path) if path else [])
+        if not path:
+            return self.key_table.with_stored([])
+        entries = load_keys_file(path)
+        warning = loose_mode_warning(path, entries)
+        if warning is not None:
+            log.warning("%s", warning)
+        return self.key_table.with_stored(entries)
 
     def reload_keys(self) -> None:
         """Re-read the keys file (SIGHUP); a file that does not load keeps the keys in use."""
         try:
             self.key_table = self._load_keys()
         except KeysFileInvalid as err:
-            log.error("keeping the native API keys in use: %s", err)
+            log.error("keeping the keys in use: %s", err)
             return
-        log.info("native API keys reloaded from %s", self.settings.api_keys_file)
+        log.info("native API and SQS keys reloaded from %s", self.settings.api_keys_file)
 
     async def _serve_peer(self, request: web.Request) -> web.StreamResponse:
         if self.regions is None:
@@ -219,7 +227,6 @@ class Server:
             account_id=settings.account_id,
             public_url=settings.public_url,
         )
-        keys = {settings.access_key_id: settings.secret_access_key}
 
         def regional_actions(engine: Engine, region: str) -> SqsActions:
             self._connect_peers(engine, region)
@@ -237,7 +244,7 @@ class Server:
         self.sqs = SqsHttp(
             actions,
             self.clock,
-            keys.get if settings.auth else None,
+            (lambda: self.key_table) if settings.auth else None,
             self.regions.actions_for,
         )
         try:

@@ -29,8 +29,9 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "nodes on one store SIGKILLed under load: nothing lost",
     ),
     ("keys", "create"): (
-        "okuri.native.keyfile",
-        "create a native API bearer key: okuri keys create --role R [--namespace N] --file F",
+        "okuri.principals.keyfile",
+        "create a native bearer key, or with --sqs an SQS access key: "
+        "okuri keys create [--sqs] --role R [--namespace N] --file F",
     ),
     ("bench", "scaleout"): (
         "okuri.bench.scaleout",
@@ -60,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     for words, (_, text) in DELEGATES.items():
         if words[0] == "bench":
             bench_commands.add_parser(words[1], add_help=False, help=text)
-    keys = commands.add_parser("keys", help="native API bearer keys: okuri keys create")
+    keys = commands.add_parser(
+        "keys", help="native bearer keys and SQS access keys: okuri keys create"
+    )
     keys_commands = keys.add_subparsers(dest="keys_command", metavar="KEYS", required=True)
     keys_commands.add_parser("create", add_help=False, help=DELEGATES[("keys", "create")][1])
     return parser

@@ -80,7 +80,8 @@ OPTIONS: tuple[Option, ...] = (
            "S3 secret key (prefer the environment variable: flags show up in ps)", "SECRET"),
     Option("s3_prefix", "", "key prefix inside the bucket", "PREFIX"),
     Option("access_key_id", DEV_ACCESS_KEY_ID,
-           "access key id SQS clients sign with (the default is for local development only)",
+           "access key id SQS clients sign with, an admin of every queue (the default is for "
+           "local development only)",
            "KEY"),
     Option("secret_access_key", DEV_SECRET_ACCESS_KEY,
            "secret SQS clients sign with (the default is for local development only)", "SECRET"),
@@ -99,8 +100,9 @@ OPTIONS: tuple[Option, ...] = (
            "one admin bearer key for the native API (at least 16 characters; prefer the "
            "environment variable: flags show up in ps)", "KEY"),
     Option("api_keys_file", None,
-           "JSON file of hashed native API keys (`okuri keys create` writes it; reloaded on "
-           "SIGHUP)", "FILE"),
+           "JSON file of keys with roles and namespaces: hashed native API keys and SQS access "
+           "keys, whose secrets it holds, so keep it mode 0600 (`okuri keys create [--sqs]` "
+           "writes it; reloaded on SIGHUP)", "FILE"),
 )  # fmt: skip
 
 _BY_NAME = {option.name: option for option in OPTIONS}

@@ -21,14 +21,17 @@ from aiohttp import web
 from okuri import __version__
 from okuri.clock import Clock
 from okuri.errors import OkuriError
-from okuri.sqs import query
+from okuri.principals.keys import KeyTable
+from okuri.principals.roles import Principal
+from okuri.sqs import access, query
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.errors import SqsError, from_okuri
 from okuri.sqs.shapes import ACTIONS, UNSUPPORTED, check_request
-from okuri.sqs.sigv4 import SignedRequest, verify
+from okuri.sqs.sigv4 import INVALID_TOKEN_MESSAGE, AuthError, SignedRequest, verify
 
 log = logging.getLogger("okuri.sqs")
 
+ANONYMOUS = Principal("anonymous", "admin", "")  # every request, when authentication is off
 AWS_JSON = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AmazonSQS."
 UNKNOWN_OPERATION = "UnknownOperationException"
@@ -67,16 +70,17 @@ class SqsHttp:
         self,
         actions: SqsActions,
         clock: Clock,
-        secrets: Callable[[str], str | None] | None,
+        keys: Callable[[], KeyTable] | None,
         regional: Callable[[str | None], SqsActions] | None = None,
     ) -> None:
-        """`secrets` maps an access key id to its secret; None turns authentication off.
-        `regional` gives the actions of the region a request is signed for (the home region's
-        `actions` when absent)."""
+        """`keys` gives the current key table (it changes on SIGHUP): each access key's secret
+        and principal; None turns authentication off, every request acting as an admin of
+        every queue. `regional` gives the actions of the region a request is signed for (the
+        home region's `actions` when absent)."""
         self.actions = actions
         self.regional = regional
         self.clock = clock
-        self.secrets = secrets
+        self.keys = keys
         self.stats: dict[tuple[str, str], int] = {}
 
     def _count(self, action: str, outcome: str) -> None:
@@ -130,7 +134,9 @@ class SqsHttp:
                 raise SqsError(
                     "RequestEntityTooLarge", "The request body is too large.", 413
                 ) from None
-            caller = self._authenticate(request, body)
+            table = self.keys() if self.keys is not None else None
+            principal = self._authenticate(request, body, table)
+            caller = principal.key_id
             if is_query:
                 action, params = self._query_request(request, body)
             else:
@@ -138,9 +144,12 @@ class SqsHttp:
                 params = self._json_members(body)
             params = check_request(action, params)
             actions = self.regional(_signed_region(request)) if self.regional else self.actions
+            if table is not None:
+                params = access.authorize(actions, principal, action, params)
             result = await actions.dispatch(
                 action, params, request.host, caller, request.headers.get("X-Amzn-Trace-Id")
             )
+            result = access.narrow(principal, action, result)
             self._count(action, "ok")
             if is_query:
                 return _respond_xml(200, query.response(action, result, request_id), request_id)
@@ -184,9 +193,10 @@ class SqsHttp:
         base = self.actions.public_url or f"{request.scheme}://{request.host}"
         return action, query.decode(action, pairs, request.path, base)
 
-    def _authenticate(self, request: web.Request, body: bytes) -> str:
-        if self.secrets is None:
-            return "anonymous"
+    def _authenticate(self, request: web.Request, body: bytes, table: KeyTable | None) -> Principal:
+        """Who signed the request (SigV4 against the table's secrets); AuthError if nobody."""
+        if table is None:
+            return ANONYMOUS
         signed = SignedRequest(
             method=request.method,
             path=request.raw_path.split("?", 1)[0],
@@ -194,7 +204,11 @@ class SqsHttp:
             headers=request.headers,
             body=body,
         )
-        return verify(signed, self.secrets, self.clock.now_ms())
+        key_id = verify(signed, table.secret, self.clock.now_ms())
+        principal = table.access_principal(key_id)
+        if principal is None:  # never: `table` is one snapshot and verify found the id in it
+            raise AuthError("InvalidClientTokenId", 403, INVALID_TOKEN_MESSAGE)
+        return principal
 
     def _action(self, request: web.Request) -> str:
         target = request.headers.get("X-Amz-Target", "")

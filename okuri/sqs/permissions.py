@@ -7,7 +7,7 @@ as a list), `Resource` the queue's ARN; the document itself is
 `{"Version": "2008-10-17", "Id": "<queue arn>/SQSDefaultPolicy", "Statement": [...]}`.
 RemovePermission drops the statements with that Sid, and the whole attribute with the last one
 (all recorded from SQS). Like every policy okuri stores, it is returned and never enforced: okuri
-has one key pair and no accounts.
+has no accounts; its access keys have roles and namespaces instead (`okuri.sqs.access`).
 
 Both change the policy in one atomic read-modify-write of the manifest
 (`Engine.update_attributes`), so a concurrent SetQueueAttributes or tagging is never undone.

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from okuri import limits
-from okuri.native.keyfile import create_key
+from okuri.principals.keyfile import create_key
 from tests.servers import Response, ServerProcess, start_server
 
 ADMIN = "native-test-admin-key-0123456789"

@@ -1,4 +1,4 @@
-"""Bearer keys, roles and namespaces (okuri/native/keys.py, keyfile.py): the whole matrix of
+"""Bearer keys, roles and namespaces (okuri/principals/): the whole matrix of
 operation x role x in/out of namespace, key lookup, the keys file and `okuri keys create`."""
 
 from __future__ import annotations
@@ -12,19 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from okuri.native.keyfile import cli_main, create_key, load_keys_file
-from okuri.native.keys import (
-    OPERATIONS,
-    ROLES,
-    KeysFileInvalid,
-    KeyTable,
-    Operation,
-    Role,
-    decide,
-    hash_key,
-    list_prefix,
-    parse_keys_file,
-)
+from okuri.principals.keyfile import cli_main, create_key, load_keys_file
+from okuri.principals.keys import KeysFileInvalid, KeyTable, hash_key, parse_keys_file
+from okuri.principals.roles import OPERATIONS, ROLES, Operation, Role, decide, list_prefix
 from okuri.server.settings import Settings, SettingsError
 
 # The specification, written out independently of the implementation's table.

@@ -1,0 +1,75 @@
+"""Roles, namespaces and operations: who may do what to which queue, decided purely.
+
+The decision is a function of (operation, role, namespace, queue), so every cell of the matrix
+is a unit test. The operations are the native API's vocabulary; the SQS surface maps each of
+its actions onto one of them (`okuri.sqs.access`), so one key means the same on both surfaces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+Role = Literal["admin", "producer", "consumer", "readonly"]
+
+Operation = Literal[
+    "create_queue",
+    "get_queue",
+    "list_queues",
+    "update_queue",
+    "delete_queue",
+    "purge_queue",
+    "produce",
+    "lease",
+    "complete",
+    "retry",
+    "extend",
+    "redrive",
+]
+OPERATIONS: tuple[Operation, ...] = get_args(Operation)
+ROLES: tuple[Role, ...] = get_args(Role)
+
+_READ: frozenset[Operation] = frozenset({"get_queue", "list_queues"})
+# What each role may do; admin may do everything, within its namespace.
+GRANTS: Mapping[Role, frozenset[Operation]] = {
+    "admin": frozenset(OPERATIONS),
+    "producer": _READ | {"produce"},
+    "consumer": _READ | {"lease", "complete", "retry", "extend"},
+    "readonly": _READ,
+}
+
+Decision = Literal["allow", "wrong_role", "out_of_namespace"]
+
+# A namespace is a queue-name prefix: queue-name characters only, possibly none (every queue).
+NAMESPACE = re.compile(r"[A-Za-z0-9_-]{0,80}")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts as. `key_id` names the key in logs and errors; it is not secret
+    (a bearer key's hash prefix, or an SQS access key id)."""
+
+    key_id: str
+    role: Role
+    namespace: str = ""
+
+
+def decide(operation: Operation, role: Role, namespace: str, queue: str) -> Decision:
+    """Whether `role` limited to `namespace` may do `operation` on `queue` (for list_queues,
+    `queue` is the listed prefix: allowed when it lies inside the namespace or the namespace
+    inside it, the listing then narrowed by `list_prefix`)."""
+    if operation not in GRANTS[role]:
+        return "wrong_role"
+    if queue.startswith(namespace):
+        return "allow"
+    if operation == "list_queues" and namespace.startswith(queue):
+        return "allow"
+    return "out_of_namespace"
+
+
+def list_prefix(namespace: str, prefix: str) -> str:
+    """The prefix a listing really uses: the longer of the two (one contains the other once
+    `decide` allowed the listing)."""
+    return prefix if len(prefix) >= len(namespace) else namespace
