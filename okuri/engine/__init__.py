@@ -24,6 +24,7 @@ from okuri.core.move_records import (
 from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, Counts, DeadLetterResult, VisibilityResult
+from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
 from okuri.engine.engine import Engine
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -34,11 +35,14 @@ __all__ = [
     "MOVE_TASK_RUNNING",
     "QUEUE_NAME",
     "AckResult",
+    "Admission",
+    "Bounds",
     "Counts",
     "DeadLetterResult",
     "Delivery",
     "DestinationDoesNotExist",
     "Engine",
+    "Gate",
     "MoveTask",
     "MoveTaskActive",
     "MoveTaskNotFound",
@@ -48,8 +52,10 @@ __all__ = [
     "PeerUnreachable",
     "QueueAttrs",
     "QueueState",
+    "Refused",
     "SendRequest",
     "SendResult",
+    "Ticket",
     "VisibilityResult",
     "dead_letter_target",
     "is_fifo_name",
