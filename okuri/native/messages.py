@@ -8,6 +8,7 @@ way round, and maxReceiveCount dead-letters the same way on both surfaces.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine import Delivery, Engine, SendRequest, SendResult
+from okuri.engine import Delivery, Engine, Gate, SendRequest, SendResult
 from okuri.errors import OkuriError, ReceiptHandleInvalid
 from okuri.native import codec
 from okuri.native.access import Access
@@ -28,9 +29,11 @@ HEADER_NAME = re.compile(r"(?!AWS\.|Amazon\.|\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(
 
 
 class Messages:
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    def __init__(self, engine: Engine, clock: Clock, gate: Gate | None = None) -> None:
+        """`gate` admits each lease that may wait (None: no bound)."""
         self.engine = engine
         self.clock = clock
+        self.gate = gate
 
     # --- produce ---------------------------------------------------------------------------
 
@@ -116,16 +119,18 @@ class Messages:
             lease_s = (await self.engine.cached_queue(name)).attrs.visibility_timeout_s
         started_ms = self.clock.now_ms()
         got: list[Delivery] = []
-        while len(got) < most:  # the engine leases at most ten at a time
-            batch = await self.engine.receive(
-                name,
-                min(limits.receive_messages_max, most - len(got)),
-                lease_s,
-                0 if got else wait_s,
-            )
-            got.extend(batch)
-            if len(batch) < limits.receive_messages_max:
-                break
+        waiting = self.gate.enter("long_poll") if self.gate and wait_s > 0 else None
+        with waiting or contextlib.nullcontext():
+            while len(got) < most:  # the engine leases at most ten at a time
+                batch = await self.engine.receive(
+                    name,
+                    min(limits.receive_messages_max, most - len(got)),
+                    lease_s,
+                    0 if got else wait_s,
+                )
+                got.extend(batch)
+                if len(batch) < limits.receive_messages_max:
+                    break
         # A lower bound: the engine's lease starts when its commit lands, after this.
         deadline = codec.rfc3339(started_ms + lease_s * 1000)
         return {"items": [_render(d, deadline) for d in got]}
