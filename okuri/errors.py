@@ -89,3 +89,18 @@ class Unavailable(QueueError):
     """The bucket could not be reached or kept conflicting within bounds; the outcome is unknown."""
 
     retryable = True
+
+
+# --- node-level outcomes ---------------------------------------------------------------------
+
+
+class Overloaded(OkuriError):
+    """This node holds as much as it is bounded to (`bound`: requests, bytes or long polls), so
+    the request was refused before it had any effect; it may succeed after `retry_after_s`."""
+
+    retryable = True
+
+    def __init__(self, message: str, bound: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.bound = bound
+        self.retry_after_s = retry_after_s

@@ -105,6 +105,20 @@ health_shutdown_s = 1.0
 ready_timeout_s = 2.0  # a slow bucket reads as "not ready" rather than as a hung probe
 ready_cache_s = 1.0
 
+# Overload protection (okuri/engine/admission.py): what one node holds in flight at most, every
+# surface together; past a bound a request is refused at once with its surface's throttle answer.
+# The defaults sit far above `okuri bench sqs` at its largest (256 producers and 256 consumers on
+# one node, each with one request out at a time: 512 requests, 256 long polls, well under 1 MiB
+# of bodies), so no benchmark sheds; they are low enough that a node refuses work before it runs
+# short of memory (256 MiB of bodies at most) or of the descriptors an idle long poll holds.
+inflight_requests_max_default = 2048
+inflight_bytes_max_default = 256 * 1024 * 1024
+long_polls_max_default = 1024
+# What the settings accept at most: a larger number is surely a typo.
+inflight_requests_max_ceiling = 1_000_000
+inflight_bytes_max_ceiling = 64 * 1024 * 1024 * 1024
+overload_retry_after_s = 1  # the Retry-After of a refusal: a bound frees up within moments
+
 # Object-store adapters.
 key_bytes_max = 1024  # S3's limit, so a key valid here is valid on every adapter
 name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix

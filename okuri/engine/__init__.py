@@ -25,6 +25,7 @@ from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
 from okuri.core.views import Counts
+from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
 from okuri.engine.engine import Engine
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -35,11 +36,14 @@ __all__ = [
     "MOVE_TASK_RUNNING",
     "QUEUE_NAME",
     "AckResult",
+    "Admission",
+    "Bounds",
     "Counts",
     "DeadLetterResult",
     "Delivery",
     "DestinationDoesNotExist",
     "Engine",
+    "Gate",
     "MoveTask",
     "MoveTaskActive",
     "MoveTaskNotFound",
@@ -49,8 +53,10 @@ __all__ = [
     "PeerUnreachable",
     "QueueAttrs",
     "QueueState",
+    "Refused",
     "SendRequest",
     "SendResult",
+    "Ticket",
     "VisibilityResult",
     "dead_letter_target",
     "is_fifo_name",

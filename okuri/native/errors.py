@@ -9,6 +9,7 @@ from okuri.errors import (
     InvalidArgument,
     MessageTooLong,
     OkuriError,
+    Overloaded,
     QueueAlreadyExists,
     QueueDoesNotExist,
     ReceiptHandleInvalid,
@@ -16,13 +17,25 @@ from okuri.errors import (
 
 
 class NativeError(Exception):
-    """An answer other than success: HTTP `status`, a stable `code`, a sentence for people."""
+    """An answer other than success: HTTP `status`, a stable `code`, a sentence for people,
+    and for a refusal that passes, the seconds to wait before trying again (`Retry-After`)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, retry_after_s: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        """The answer's headers beside its JSON body."""
+        if self.status == 401:
+            return {"WWW-Authenticate": "Bearer"}
+        if self.retry_after_s is not None:
+            return {"Retry-After": str(self.retry_after_s)}
+        return {}
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message}}
@@ -42,6 +55,8 @@ def from_okuri(err: OkuriError) -> NativeError:
         return NativeError(413, "too_large", str(err))
     if isinstance(err, InvalidArgument | ReceiptHandleInvalid):
         return bad_request(str(err), "invalid_argument")
+    if isinstance(err, Overloaded):  # the server is at one of its bounds (okuri.engine.Admission)
+        return NativeError(429, "overloaded", str(err), err.retry_after_s)
     if err.retryable:
         return NativeError(503, "unavailable", f"Try again: {err}")
     return NativeError(500, "internal", f"The request could not be completed: {err}")

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine import Engine
+from okuri.engine import Engine, Gate, Ticket
 from okuri.errors import OkuriError
 from okuri.native import codec
 from okuri.native.access import Access
@@ -43,12 +43,21 @@ _ACTION = re.compile(r"/v1/queues/([^/]+)/([a-z]+)")
 
 
 class NativeHttp:
-    def __init__(self, engine: Engine, clock: Clock, keys: Callable[[], KeyTable] | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        keys: Callable[[], KeyTable] | None,
+        gate: Gate | None = None,
+    ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP); None: no authentication
-        (OKURI_AUTH=off), every request acting as an admin of every queue."""
+        (OKURI_AUTH=off), every request acting as an admin of every queue. `gate` admits each
+        request, and each lease that may wait (None: no bounds); past the node's bounds the
+        answer is 429 `overloaded` with Retry-After."""
         self.queues = Queues(engine)
-        self.messages = Messages(engine, clock)
+        self.messages = Messages(engine, clock, gate)
         self.keys = keys
+        self.gate = gate
         self._on_queue: dict[str, dict[str, QueueOp]] = {
             "": {"GET": self.queues.get, "PATCH": self.queues.update, "DELETE": self.queues.delete},
             "purge": {"POST": self.queues.purge},
@@ -61,7 +70,10 @@ class NativeHttp:
         }
 
     async def handle(self, request: web.Request) -> web.Response:
+        ticket: Ticket | None = None
         try:
+            if self.gate is not None:
+                ticket = self.gate.enter("request", request.content_length)
             status, body = await self._handle(request)
             return web.Response(status=status, body=codec.dumps(body), content_type=JSON)
         except Exception as exc:
@@ -72,10 +84,15 @@ class NativeHttp:
             else:
                 log.exception("native request %s %s failed", request.method, request.path)
                 err = NativeError(500, "internal", "The request could not be processed.")
-            headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else {}
             return web.Response(
-                status=err.status, body=codec.dumps(err.body()), content_type=JSON, headers=headers
+                status=err.status,
+                body=codec.dumps(err.body()),
+                content_type=JSON,
+                headers=err.headers(),
             )
+        finally:
+            if ticket is not None:
+                ticket.release()
 
     async def _handle(self, request: web.Request) -> tuple[int, dict[str, Any]]:
         path, method = request.path.rstrip("/") or "/", request.method

@@ -8,6 +8,7 @@ way round, and maxReceiveCount dead-letters the same way on both surfaces.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine import Delivery, Engine, SendRequest, SendResult
+from okuri.engine import Delivery, Engine, Gate, SendRequest, SendResult
 from okuri.errors import OkuriError, ReceiptHandleInvalid
 from okuri.native import codec
 from okuri.native.access import Access
@@ -28,9 +29,11 @@ HEADER_NAME = re.compile(r"(?!AWS\.|Amazon\.|\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(
 
 
 class Messages:
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    def __init__(self, engine: Engine, clock: Clock, gate: Gate | None = None) -> None:
+        """`gate` admits each lease that may wait (None: no bound)."""
         self.engine = engine
         self.clock = clock
+        self.gate = gate
 
     # --- produce ---------------------------------------------------------------------------
 
@@ -112,7 +115,9 @@ class Messages:
         if lease_s is None:
             lease_s = (await self.engine.cached_queue(name)).attrs.visibility_timeout_s
         started_ms = self.clock.now_ms()
-        got = await self.engine.receive(name, most, lease_s, wait_s)
+        waiting = self.gate.enter("long_poll") if self.gate and wait_s > 0 else None
+        with waiting or contextlib.nullcontext():
+            got = await self.engine.receive(name, most, lease_s, wait_s)
         # A lower bound: the engine's lease starts when its commit lands, after this.
         deadline = codec.rfc3339(started_ms + lease_s * 1000)
         return {"items": [_render(d, deadline) for d in got]}

@@ -26,13 +26,13 @@ from botocore.exceptions import BotoCoreError
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
-from okuri.engine import Engine
+from okuri.engine import Admission, Bounds, Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
-from okuri.server.health import Health, health_app
+from okuri.server.health import Health, admission_lines, health_app
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
@@ -146,6 +146,14 @@ class Server:
             shutdown_timeout=limits.health_shutdown_s,
         )
         self.sqs: SqsHttp | None = None
+        # What the SQS and native surfaces hold in flight; peers and health are never shed.
+        self.admission = Admission(
+            Bounds(
+                requests_max=settings.inflight_requests_max,
+                bytes_max=settings.inflight_bytes_max,
+                long_polls_max=settings.long_polls_max,
+            )
+        )
         self._peer_url = ""
         self.regions: Regions | None = None
         self.peers = Peers(settings.secret_access_key, self._engine_for_scope)
@@ -221,11 +229,13 @@ class Server:
         self.store = CountingStore(await open_store(settings), self.counts)
         await verify_store(self.store, self.clock)
         self.engine = Engine(self.store, self.clock, linger_ms=settings.linger_ms)
+        sqs_gate = self.admission.gate("sqs")
         actions = SqsActions(
             self.engine,
             region=settings.region,
             account_id=settings.account_id,
             public_url=settings.public_url,
+            gate=sqs_gate,
         )
 
         def regional_actions(engine: Engine, region: str) -> SqsActions:
@@ -236,6 +246,7 @@ class Server:
                 account_id=settings.account_id,
                 public_url=settings.public_url,
                 url_region=region,
+                gate=sqs_gate,
             )
 
         self.regions = Regions(
@@ -246,19 +257,25 @@ class Server:
             self.clock,
             (lambda: self.key_table) if settings.auth else None,
             self.regions.actions_for,
+            sqs_gate,
         )
         try:
             self.key_table = await asyncio.to_thread(self._load_keys)
         except KeysFileInvalid as err:
             raise StartupError(str(err)) from err
         self.native = NativeHttp(
-            self.engine, self.clock, (lambda: self.key_table) if settings.auth else None
+            self.engine,
+            self.clock,
+            (lambda: self.key_table) if settings.auth else None,
+            self.admission.gate("native"),
         )
         await _listen(self._main_runner, settings.listen, "SQS")
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.health.serving(
-            self.store, self.engine.stats, [self.sqs.metric_lines, self._depth_lines]
+            self.store,
+            self.engine.stats,
+            [self.sqs.metric_lines, self._depth_lines, lambda: admission_lines(self.admission)],
         )
         log.info(
             "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms; peers reach "

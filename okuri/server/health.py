@@ -18,6 +18,7 @@ from aiohttp import web
 from okuri import __version__, limits
 from okuri.clock import Clock
 from okuri.core import keys
+from okuri.engine import Admission
 from okuri.errors import StoreError
 from okuri.store.counting import RequestCounts
 from okuri.store.port import ObjectStore
@@ -106,6 +107,31 @@ def render_metrics(store_requests: Mapping[str, int], engine_events: Mapping[str
         for event, n in sorted(engine_events.items())
     ]
     return "\n".join(lines) + "\n"
+
+
+def admission_lines(admission: Admission) -> list[str]:
+    """The node's in-flight gauges, their bounds, and the requests shed by surface and bound."""
+    now = admission.snapshot()
+    lines = [
+        "# HELP okuri_inflight What this node holds now: requests, their body bytes, long polls.",
+        "# TYPE okuri_inflight gauge",
+    ]
+    lines += [f'okuri_inflight{{kind="{kind}"}} {n}' for kind, n in now.in_flight.items()]
+    lines += [
+        "# HELP okuri_inflight_max The bounds past which this node sheds requests.",
+        "# TYPE okuri_inflight_max gauge",
+    ]
+    lines += [f'okuri_inflight_max{{kind="{kind}"}} {n}' for kind, n in now.bounds.items()]
+    lines += [
+        "# HELP okuri_shed_requests_total Requests refused with the surface's overload answer, "
+        "by surface and the bound that was full.",
+        "# TYPE okuri_shed_requests_total counter",
+    ]
+    lines += [
+        f'okuri_shed_requests_total{{surface="{_label(surface)}",kind="{kind}"}} {n}'
+        for (surface, kind), n in sorted(now.shed.items())
+    ]
+    return lines
 
 
 def health_app(health: Health) -> web.Application:

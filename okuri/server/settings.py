@@ -103,6 +103,16 @@ OPTIONS: tuple[Option, ...] = (
            "JSON file of keys with roles and namespaces: hashed native API keys and SQS access "
            "keys, whose secrets it holds, so keep it mode 0600 (`okuri keys create [--sqs]` "
            "writes it; reloaded on SIGHUP)", "FILE"),
+    Option("inflight_requests_max", str(limits.inflight_requests_max_default),
+           "requests this node handles at once, every surface and long polls included; past it "
+           "a request is refused with the surface's throttle answer", "N"),
+    Option("inflight_bytes_max", str(limits.inflight_bytes_max_default),
+           "request body bytes this node holds at once (at least "
+           f"{limits.request_bytes_max}, one largest request); past it requests are refused",
+           "BYTES"),
+    Option("long_polls_max", str(limits.long_polls_max_default),
+           "receives and leases waiting for messages at once, below --inflight-requests-max; "
+           "past it a long poll is refused", "N"),
 )  # fmt: skip
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -173,6 +183,9 @@ class Settings:
     auth: bool = True
     admin_key: str | None = field(default=None, repr=False)
     api_keys_file: str | None = None
+    inflight_requests_max: int = limits.inflight_requests_max_default
+    inflight_bytes_max: int = limits.inflight_bytes_max_default
+    long_polls_max: int = limits.long_polls_max_default
 
     @property
     def uses_s3(self) -> bool:
@@ -214,6 +227,22 @@ class Settings:
         listen, health = raw.address("listen"), raw.address("health_listen")
         if listen == health and listen.port != 0:
             raise SettingsError(f"OKURI_LISTEN and OKURI_HEALTH_LISTEN are both {listen}")
+        requests_max = raw.integer(
+            "inflight_requests_max", 2, limits.inflight_requests_max_ceiling, "requests"
+        )
+        bytes_max = raw.integer(
+            "inflight_bytes_max",
+            limits.request_bytes_max,
+            limits.inflight_bytes_max_ceiling,
+            "bytes (one largest request at least)",
+        )
+        long_polls_max = raw.integer(
+            "long_polls_max",
+            1,
+            requests_max - 1,
+            f"long polls: below {raw.named('inflight_requests_max')}={requests_max}, so that "
+            "waiting consumers leave room for other requests",
+        )
         return cls(
             listen=listen,
             health_listen=health,
@@ -243,6 +272,9 @@ class Settings:
             auth=raw.choice("auth", ("on", "off")) == "on",
             admin_key=raw.secret("admin_key", ADMIN_KEY_CHARS_MIN),
             api_keys_file=raw.optional("api_keys_file"),
+            inflight_requests_max=requests_max,
+            inflight_bytes_max=bytes_max,
+            long_polls_max=long_polls_max,
         )
 
 
@@ -280,6 +312,11 @@ class _Raw:
 
     def source(self, name: str) -> str:
         return self._lookup(name)[1]
+
+    def named(self, name: str) -> str:
+        """The flag or variable a value came from, the variable for a default."""
+        source = self.source(name)
+        return _BY_NAME[name].env if source == "default" else source
 
     def _fail(self, name: str, why: str) -> SettingsError:
         value, source = self._lookup(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing n
     QUEUE_NAME,
     Delivery,
     Engine,
+    Gate,
     QueueAttrs,
     QueueState,
     SendRequest,
@@ -78,8 +80,11 @@ class SqsActions:
         account_id: str = "000000000000",
         public_url: str | None = None,
         url_region: str | None = None,
+        gate: Gate | None = None,
     ) -> None:
-        """`url_region`: a region other than the server's own, named in its queues' URLs."""
+        """`url_region`: a region other than the server's own, named in its queues' URLs.
+        `gate` admits each long poll (None: no bound)."""
+        self.gate = gate
         self.engine = engine
         self.region = region
         self.account_id = account_id
@@ -380,7 +385,8 @@ class SqsActions:
                 again = await self.engine.recall_receive(name, attempt)
                 if again:
                     return self._rendered(again, name, system_names, user_names)
-        deliveries = await self.engine.receive(name, max_messages, visibility, wait)
+        with await self._long_poll(name, wait):
+            deliveries = await self.engine.receive(name, max_messages, visibility, wait)
         if not deliveries:
             return {}
         out = self._rendered(deliveries, name, system_names, user_names)
@@ -388,6 +394,17 @@ class SqsActions:
             vis = visibility if visibility is not None else attrs.visibility_timeout_s
             await self.engine.remember_receive(name, attempt, deliveries, vis)
         return out
+
+    async def _long_poll(
+        self, name: str, wait_s: int | None
+    ) -> contextlib.AbstractContextManager[object]:
+        """A long-poll ticket for a receive that may wait (its WaitTimeSeconds, else the queue's
+        ReceiveMessageWaitTimeSeconds, above 0); raises Overloaded past the node's bound."""
+        if self.gate is None:
+            return contextlib.nullcontext()
+        if wait_s is None:
+            wait_s = (await self._queue_attrs(name)).receive_wait_s
+        return self.gate.enter("long_poll") if wait_s > 0 else contextlib.nullcontext()
 
     def _rendered(
         self,

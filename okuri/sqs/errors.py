@@ -95,6 +95,15 @@ def resource_not_found(message: str) -> SqsError:
     return SqsError("ResourceNotFoundException", message, 404)
 
 
+def throttled(err: errors.Overloaded) -> SqsError:
+    """The node is at a bound (okuri.engine.Admission): SQS's own throttling code, which SDKs
+    raise as their RequestThrottled exception, with HTTP 429 rather than SQS's 400, because
+    botocore's legacy retry mode (boto3's default) retries RequestThrottled only with a 403, but
+    every 429; its standard mode, aws-sdk-go v1 and v2 and aws-sdk-js v3 retry the code itself,
+    whatever the status (docs/sqs-compatibility.md, "Throttling")."""
+    return SqsError("RequestThrottled", str(err), 429)
+
+
 def from_okuri(err: errors.OkuriError) -> SqsError:
     """Translate an engine error; anything unexpected is the server's fault, never a traceback."""
     match err:
@@ -123,6 +132,8 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
             return invalid(str(err))
         case MoveTaskNotFound():
             return resource_not_found(str(err))
+        case errors.Overloaded():
+            return throttled(err)
         case errors.Unavailable() | errors.StoreError():
             return SqsError(
                 "ServiceUnavailable",

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from okuri import __version__
 from okuri.clock import Clock
+from okuri.engine import Gate, Refused, Ticket
 from okuri.errors import OkuriError
 from okuri.principals.keys import KeyTable
 from okuri.principals.roles import Principal
@@ -72,12 +73,15 @@ class SqsHttp:
         clock: Clock,
         keys: Callable[[], KeyTable] | None,
         regional: Callable[[str | None], SqsActions] | None = None,
+        gate: Gate | None = None,
     ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP): each access key's secret
         and principal; None turns authentication off, every request acting as an admin of
         every queue. `regional` gives the actions of the region a request is signed for (the
-        home region's `actions` when absent)."""
+        home region's `actions` when absent). `gate` admits each request before its body is read
+        (None: no bounds); past the node's bounds the request is answered RequestThrottled."""
         self.actions = actions
+        self.gate = gate
         self.regional = regional
         self.clock = clock
         self.keys = keys
@@ -103,6 +107,7 @@ class SqsHttp:
         request_id = self.clock.new_id()
         action = "Unknown"
         is_query = False
+        ticket: Ticket | None = None
         try:
             if (
                 request.method in ("GET", "HEAD")
@@ -128,6 +133,12 @@ class SqsHttp:
                 request.rel_url.query,
                 "X-Amz-Target" in request.headers,
             )
+            if self.gate is not None:
+                admitted = self.gate.try_enter("request", request.content_length)
+                if isinstance(admitted, Refused):
+                    action = _named_action(request)
+                    raise admitted.error()
+                ticket = admitted
             try:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:
@@ -164,6 +175,9 @@ class SqsHttp:
                 err = SqsError("InternalFailure", "The request could not be processed.", 500, False)
             self._count(action, err.code)
             return error_response(err, request_id, is_query)
+        finally:
+            if ticket is not None:
+                ticket.release()
 
     @staticmethod
     def _json_members(body: bytes) -> Any:
@@ -230,6 +244,14 @@ class SqsHttp:
             raise SqsError(
                 "InvalidAction", f"The action {action[:100]} is not valid for this endpoint."
             )
+
+
+def _named_action(request: web.Request) -> str:
+    """The action a request names before its body is read (the metrics' label for one refused
+    then), when its header or URL names a known one; else "Unknown"."""
+    named = request.headers.get("X-Amz-Target", "").removeprefix(TARGET_PREFIX)
+    named = named or request.rel_url.query.get("Action", "")
+    return named if named in ACTIONS else "Unknown"
 
 
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/[0-9]{8}/([^/,\s]+)/")

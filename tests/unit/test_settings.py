@@ -99,6 +99,9 @@ def test_nothing_configured_gives_the_documented_defaults() -> None:
     assert s.uses_dev_credentials
     assert s.public_url is None
     assert (s.region, s.account_id, s.log_level) == ("us-east-1", "000000000000", "info")
+    assert s.inflight_requests_max == limits.inflight_requests_max_default
+    assert s.inflight_bytes_max == limits.inflight_bytes_max_default
+    assert s.long_polls_max == limits.long_polls_max_default
 
 
 def test_environment_configures_every_option() -> None:
@@ -119,6 +122,9 @@ def test_environment_configures_every_option() -> None:
         "OKURI_REGION": "eu-west-3",
         "OKURI_ACCOUNT_ID": "123456789012",
         "OKURI_LOG_LEVEL": "DEBUG",
+        "OKURI_INFLIGHT_REQUESTS_MAX": "40",
+        "OKURI_INFLIGHT_BYTES_MAX": str(8 * 1024 * 1024),
+        "OKURI_LONG_POLLS_MAX": "30",
     }
     s = Settings.load(env)
     assert s.listen == Address("127.0.0.1", 1234)
@@ -133,6 +139,11 @@ def test_environment_configures_every_option() -> None:
     assert s.public_url == "https://sqs.example.com"
     assert (s.region, s.account_id, s.log_level) == ("eu-west-3", "123456789012", "debug")
     assert s.uses_s3
+    assert (s.inflight_requests_max, s.inflight_bytes_max, s.long_polls_max) == (
+        40,
+        8 * 1024 * 1024,
+        30,
+    )
 
 
 def test_a_flag_wins_over_its_environment_variable() -> None:
@@ -233,6 +244,29 @@ def test_s3_settings_without_a_bucket_are_refused_rather_than_using_the_local_st
     ],
 )
 def test_other_malformed_values_are_refused(environ: dict[str, str], complaint: str) -> None:
+    assert complaint in load_error(environ)
+
+
+@pytest.mark.parametrize(
+    ("environ", "complaint"),
+    [
+        ({"OKURI_INFLIGHT_REQUESTS_MAX": "many"}, "OKURI_INFLIGHT_REQUESTS_MAX='many': expected"),
+        ({"OKURI_INFLIGHT_REQUESTS_MAX": "1"}, "must be from 2 to"),
+        ({"OKURI_INFLIGHT_BYTES_MAX": "1024"}, "one largest request at least"),
+        ({"OKURI_LONG_POLLS_MAX": "0"}, "OKURI_LONG_POLLS_MAX='0': must be from 1 to"),
+        (
+            {"OKURI_INFLIGHT_REQUESTS_MAX": "10", "OKURI_LONG_POLLS_MAX": "10"},
+            "below OKURI_INFLIGHT_REQUESTS_MAX=10",
+        ),
+        (
+            {"OKURI_LONG_POLLS_MAX": str(limits.inflight_requests_max_default)},
+            f"below OKURI_INFLIGHT_REQUESTS_MAX={limits.inflight_requests_max_default}",
+        ),
+    ],
+)
+def test_overload_bounds_that_cannot_work_are_refused_naming_the_variable(
+    environ: dict[str, str], complaint: str
+) -> None:
     assert complaint in load_error(environ)
 
 
