@@ -1,15 +1,15 @@
 """The native HTTP/JSON listener under /v1/: routes, bearer authentication, error answers.
 
-One request: find the route (404, or 405 naming the allowed methods), authenticate the bearer
-key (401), read the JSON body (bounded; 413 past the server's request bound), run the
-operation, which checks the key's role and namespace (403). Every failure is
+One request: find the route in okuri/native/routes.py's table (404, or 405 naming the allowed
+methods), answer GET /v1/openapi.json (the API's description; no key needed), authenticate
+the bearer key (401), read the JSON body (bounded; 413 past the server's request bound), run
+the operation, which checks the key's role and namespace (403). Every failure is
 `{"error": {"code", "message"}}`; nothing a client sends can produce a traceback.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,11 +19,12 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate, Ticket
 from okuri.errors import OkuriError
-from okuri.native import codec
+from okuri.native import codec, openapi, routes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
+from okuri.native.routes import Route
 from okuri.principals.keys import KeyTable
 from okuri.principals.roles import Principal
 
@@ -38,8 +39,6 @@ NO_KEYS = (
 )
 
 QueueOp = Callable[[Access, str, codec.Obj], Awaitable[dict[str, Any]]]
-_QUEUE = re.compile(r"/v1/queues/([^/]+)")
-_ACTION = re.compile(r"/v1/queues/([^/]+)/([a-z]+)")
 
 
 class NativeHttp:
@@ -58,15 +57,17 @@ class NativeHttp:
         self.messages = Messages(engine, clock, gate)
         self.keys = keys
         self.gate = gate
-        self._on_queue: dict[str, dict[str, QueueOp]] = {
-            "": {"GET": self.queues.get, "PATCH": self.queues.update, "DELETE": self.queues.delete},
-            "purge": {"POST": self.queues.purge},
-            "messages": {"POST": self.messages.produce},
-            "lease": {"POST": self.messages.lease},
-            "complete": {"POST": self.messages.complete},
-            "retry": {"POST": self.messages.retry},
-            "extend": {"POST": self.messages.extend},
-            "redrive": {"POST": self.messages.redrive},
+        self._on_queue: dict[Route, QueueOp] = {
+            "get_queue": self.queues.get,
+            "update_queue": self.queues.update,
+            "delete_queue": self.queues.delete,
+            "purge_queue": self.queues.purge,
+            "produce": self.messages.produce,
+            "lease": self.messages.lease,
+            "complete": self.messages.complete,
+            "retry": self.messages.retry,
+            "extend": self.messages.extend,
+            "redrive": self.messages.redrive,
         }
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -96,24 +97,23 @@ class NativeHttp:
 
     async def _handle(self, request: web.Request) -> tuple[int, dict[str, Any]]:
         path, method = request.path.rstrip("/") or "/", request.method
-        if path == "/v1/queues":
-            allowed: dict[str, Any] = {"GET": None, "POST": None}
-        elif (m := _QUEUE.fullmatch(path)) is not None:
-            allowed, name = self._on_queue[""], m.group(1)
-        elif (m := _ACTION.fullmatch(path)) is not None and m.group(2) in self._on_queue:
-            allowed, name = self._on_queue[m.group(2)], m.group(1)
-        else:
+        name, allowed = routes.match(path)
+        if not allowed:
             raise NativeError(404, "not_found", f"No such route: {request.path[:200]}")
         if method not in allowed:
             raise NativeError(
                 405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}."
             )
+        route = allowed[method]
+        if route == "openapi":  # no key needed: it describes the API and holds no secret
+            return 200, openapi.DOCUMENT
         access = Access(self._principal(request))
-        if path == "/v1/queues":
-            if method == "GET":
-                return 200, await self.queues.list(access, dict(request.query))
+        if route == "list_queues":
+            return 200, await self.queues.list(access, dict(request.query))
+        if route == "create_queue":
             return 200, await self.queues.create(access, await _body(request))
-        return 200, await allowed[method](access, queue_name(name, "queue"), await _body(request))
+        operation = self._on_queue[route]
+        return 200, await operation(access, queue_name(name, "queue"), await _body(request))
 
     def _principal(self, request: web.Request) -> Principal:
         if self.keys is None:

@@ -1,19 +1,22 @@
-"""docs/native-api.md's curl examples, run verbatim in order against a real `okuri serve`
-started with the document's admin key; only the address in its environment block is replaced."""
+"""docs/native-api.md's curl and Python client examples, run verbatim in order against a real
+`okuri serve` started with the document's admin key; only the address is replaced."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.readme import block, run_shell
+from tests.readme import block, environment, run_shell
 from tests.servers import start_server
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "native-api.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "native-api.md"
 DOC_URL = "http://localhost:8080"
 DOC_KEY = "change-me-to-a-long-random-key"
 
@@ -51,3 +54,36 @@ def test_the_curl_examples_run_as_written(tmp_path: Path) -> None:
     assert dlq["stats"]["visible"] == 1
     assert moved == {"moved": 1}
     assert emails["stats"]["visible"] + emails["stats"]["leased"] == 1
+
+
+def test_the_python_client_examples_run_as_written(tmp_path: Path) -> None:
+    server = start_server(
+        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
+    )
+    printed: dict[str, list[str]] = {}
+    try:
+        for marker in ("native-python", "native-python-async"):
+            script = block(marker, DOC)
+            assert DOC_URL in script and DOC_KEY in script
+            done = subprocess.run(
+                [sys.executable, "-c", script.replace(DOC_URL, server.url)],
+                cwd=tmp_path,
+                env={**environment(), "PYTHONPATH": str(ROOT)},
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            )
+            assert done.returncode == 0, done.stderr + done.stdout
+            printed[marker] = done.stdout.splitlines()
+    finally:
+        server.terminate()
+    sync = printed["native-python"]
+    assert sync[0] == "produced 3"
+    assert sorted(sync[1:3]) == ["cat.jpg {'size': '128'} 1 ['completed']", "png ['retried']"]
+    assert sync[3:] == ["delayed 1", "404 queue_not_found"]
+    assert printed["native-python-async"] == [
+        "broken.gif ['dead']",
+        "redriven: 1",
+        "['thumbnails', 'thumbnails-dlq']",
+    ]

@@ -1,0 +1,63 @@
+"""The seam between the clients and the wire: operations and JSON-shaped documents.
+
+A client says *what* to do as a `Request` (an operation of the native API, the queue it acts
+on, the request document) and gets the answer document back; a transport decides *how* it
+travels. The HTTP/JSON transports (okuri/client/http.py) map an operation to a method and a
+path; another wire (gRPC) maps it to an RPC and its messages to the same documents, and plugs
+in through `Client(transport=...)` without the clients changing.
+
+A transport raises `okuri.client.errors` only: the server's error answers through
+`errors.from_answer`, and its own failures (no connection, a timeout) as `TransportError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, get_args
+
+# The native API's operations, named as the server's key roles and OpenAPI operationIds name them.
+Operation = Literal[
+    "create_queue",
+    "get_queue",
+    "list_queues",
+    "update_queue",
+    "delete_queue",
+    "purge_queue",
+    "produce",
+    "lease",
+    "complete",
+    "retry",
+    "extend",
+    "redrive",
+]
+OPERATIONS: tuple[Operation, ...] = get_args(Operation)
+
+Doc = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One operation. `queue` is the queue it acts on ("" for create_queue and list_queues,
+    which name theirs in `doc`); `doc` is the request document (list_queues: its query
+    fields); `wait_s` is how long the server may hold the request on purpose (a long-poll
+    lease), which a transport adds to its own timeout."""
+
+    operation: Operation
+    queue: str = ""
+    doc: Mapping[str, Any] = field(default_factory=dict)
+    wait_s: float = 0.0
+
+
+class Transport(Protocol):
+    def send(self, request: Request) -> Doc:
+        """The answer document; raises an `OkuriClientError`."""
+
+    def close(self) -> None: ...
+
+
+class AsyncTransport(Protocol):
+    async def send(self, request: Request) -> Doc:
+        """The answer document; raises an `OkuriClientError`."""
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,302 @@
+"""okuri.client against a real `okuri serve`: every method of `Client` and of `AsyncClient`
+(each scenario runs with both, through tests/clients.py), long-poll leases, retry now, later
+and dead, redrive, binary payloads, and the server's refusals as typed errors."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from okuri.bench.servers import free_port
+from okuri.client import (
+    AsyncClient,
+    AuthError,
+    BadRequestError,
+    Client,
+    ConflictError,
+    ForbiddenError,
+    Item,
+    LeasedItem,
+    NotFoundError,
+    RetryPolicy,
+    TooLargeError,
+    TransportError,
+)
+from okuri.principals.keyfile import create_key
+from tests.clients import KINDS, open_client
+from tests.servers import ServerProcess, start_server
+
+ADMIN = "client-test-admin-key-0123456789"
+NS = "nc-"  # the namespace of the role keys
+
+
+class Keys(NamedTuple):
+    file: Path
+    by_role: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
+    path = tmp_path_factory.mktemp("keys") / "keys.json"
+    roles = ("producer", "consumer", "readonly")
+    return Keys(path, {role: create_key(str(path), role, NS)[0] for role in roles})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("client")
+    proc = start_server(
+        tmp,
+        {
+            "OKURI_DATA_DIR": str(tmp / "data"),
+            "OKURI_ADMIN_KEY": ADMIN,
+            "OKURI_API_KEYS_FILE": str(keys.file),
+        },
+    )
+    yield proc
+    proc.terminate()
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def okuri(server: ServerProcess, kind: str) -> Iterator[Any]:
+    """An admin client of the server: a `Client`, or an `AsyncClient` driven call by call."""
+    with open_client(kind, server.url, ADMIN) as client:
+        yield client
+
+
+def fresh(prefix: str = NS + "q") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def lease_all(okuri: Any, queue: str, count: int, **options: Any) -> list[LeasedItem]:
+    """Lease until `count` items came (bounded: items just produced may take a moment to be
+    adopted by the node that leases them)."""
+    got: list[LeasedItem] = []
+    for _ in range(5):
+        got += okuri.lease(queue, count - len(got), request_timeout_s=2, **options)
+        if len(got) >= count:
+            break
+    return got
+
+
+# --- queues ----------------------------------------------------------------------------------
+
+
+def test_create_get_update_list_purge_and_delete_a_queue(okuri: Any) -> None:
+    prefix = fresh()
+    name, dlq = f"{prefix}-main", f"{prefix}-dlq"
+    okuri.create_queue(dlq)
+    queue = okuri.create_queue(
+        name, lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq, delay_s=0
+    )
+    assert queue.name == name and queue.fifo is False
+    assert (queue.attributes.lease_timeout_s, queue.attributes.max_attempts) == (45, 3)
+    assert queue.attributes.dead_letter_queue == dlq
+    assert queue.created_at <= datetime.now(UTC)
+    assert okuri.create_queue(name, lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq)
+    with pytest.raises(ConflictError) as caught:
+        okuri.create_queue(name, lease_timeout_s=46)
+    assert (caught.value.status, caught.value.code) == (409, "queue_exists")
+
+    updated = okuri.update_queue(name, lease_timeout_s=90, max_attempts=None)
+    assert updated.attributes.lease_timeout_s == 90 and updated.attributes.max_attempts is None
+    assert updated.attributes.dead_letter_queue == dlq  # untouched
+
+    okuri.produce(name, ["a", "b", "c"])
+    assert okuri.get_queue(name).stats.visible == 3
+    page = okuri.list_queues(prefix, limit=1)
+    assert page.queues == (dlq,) and page.next == dlq
+    assert okuri.list_queues(prefix, limit=1, after=page.next).queues == (name,)
+    assert list(okuri.iter_queues(prefix, page_size=1)) == [dlq, name]
+
+    okuri.purge_queue(name)
+    stats = okuri.get_queue(name).stats
+    assert (stats.visible, stats.leased, stats.delayed) == (0, 0, 0)
+    okuri.delete_queue(name)
+    with pytest.raises(NotFoundError) as missing:
+        okuri.get_queue(name)
+    assert missing.value.code == "queue_not_found"
+
+
+# --- messages --------------------------------------------------------------------------------
+
+
+def test_text_binary_headers_and_dedup_round_trip_through_produce_and_lease(okuri: Any) -> None:
+    name = fresh()
+    okuri.create_queue(name)
+    binary = bytes(range(256))
+    ids = okuri.produce(
+        name,
+        [
+            Item("héllo ✓", headers={"kind": "greeting"}),
+            binary,
+            Item("once", dedup_id="d-1"),
+            Item("once", dedup_id="d-1"),
+        ],
+    )
+    assert len(set(ids[:3])) == 3 and ids[3] == ids[2]
+    leased = lease_all(okuri, name, 3, lease_s=30)
+    by_id = {item.id: item for item in leased}
+    assert set(by_id) == set(ids)
+    text, blob, once = by_id[ids[0]], by_id[ids[1]], by_id[ids[2]]
+    assert text.text == "héllo ✓" and text.headers == {"kind": "greeting"}
+    assert blob.body == binary and blob.headers == {}
+    assert once.body == b"once" and once.attempts == 1
+    assert timedelta(seconds=20) < text.lease_deadline - datetime.now(UTC) <= timedelta(seconds=31)
+    assert text.enqueued_at <= datetime.now(UTC)
+
+    results = okuri.complete(name, [text, blob.handle, once, "okr1bm90aGluZw"])
+    assert results == ["completed", "completed", "completed", "invalid"]
+    assert okuri.complete(name, text) == ["gone"]
+
+
+def test_an_item_scheduled_ahead_waits_as_delayed(okuri: Any) -> None:
+    name = fresh()
+    okuri.create_queue(name)
+    okuri.produce(name, Item("later", enqueue_at=datetime.now(UTC) + timedelta(minutes=10)))
+    assert okuri.get_queue(name).stats.delayed == 1
+    assert okuri.lease(name) == []
+
+
+def test_a_long_poll_longer_than_the_clients_timeout_waits_instead_of_failing(
+    server: ServerProcess, kind: str
+) -> None:
+    with open_client(kind, server.url, ADMIN, timeout_s=1) as okuri:
+        name = fresh()
+        okuri.create_queue(name)
+        assert okuri.lease(name, request_timeout_s=2) == []
+
+
+def test_a_waiting_lease_takes_an_item_produced_meanwhile_sync(server: ServerProcess) -> None:
+    with Client(server.url, ADMIN) as okuri:
+        name = fresh()
+        okuri.create_queue(name)
+        got: list[LeasedItem] = []
+        waiter = threading.Thread(
+            target=lambda: got.extend(okuri.lease(name, request_timeout_s=20))
+        )
+        waiter.start()
+        okuri.produce(name, "wake up")
+        waiter.join(timeout=30)
+    assert not waiter.is_alive()
+    assert [i.text for i in got] == ["wake up"]
+
+
+def test_a_waiting_lease_takes_an_item_produced_meanwhile_async(server: ServerProcess) -> None:
+    async def scenario() -> list[LeasedItem]:
+        async with AsyncClient(server.url, ADMIN) as okuri:
+            name = fresh()
+            await okuri.create_queue(name)
+            waiting = asyncio.create_task(okuri.lease(name, request_timeout_s=20))
+            await okuri.produce(name, "wake up")
+            return await asyncio.wait_for(waiting, 30)
+
+    got = asyncio.run(scenario())
+    assert [i.text for i in got] == ["wake up"]
+
+
+def test_extend_then_retry_now_and_at_a_time(okuri: Any) -> None:
+    name = fresh()
+    okuri.create_queue(name)
+    okuri.produce(name, ["now", "later"])
+    leased = {i.text: i for i in lease_all(okuri, name, 2, lease_s=60)}
+    assert okuri.extend(name, list(leased.values()), 120) == ["extended", "extended"]
+    assert okuri.retry(name, leased["now"]) == ["retried"]
+    in_an_hour = datetime.now(UTC) + timedelta(hours=1)
+    assert okuri.retry(name, leased["later"], at=in_an_hour) == ["retried"]
+    again = lease_all(okuri, name, 1, lease_s=60)
+    assert [(i.text, i.attempts) for i in again] == [("now", 2)]
+    assert okuri.lease(name) == []  # "later" is hidden for an hour
+
+
+def test_retry_dead_sends_an_item_to_the_dead_letter_queue_and_redrive_brings_it_back(
+    okuri: Any,
+) -> None:
+    name, dlq = fresh(), fresh()
+    okuri.create_queue(dlq)
+    okuri.create_queue(name, max_attempts=5, dead_letter_queue=dlq)
+    poison = b"\x00poison\xff"
+    okuri.produce(name, poison)
+    [item] = lease_all(okuri, name, 1, lease_s=60)
+    assert okuri.retry(name, item, dead=True) == ["dead"]
+    assert okuri.get_queue(dlq).stats.visible == 1
+    assert okuri.redrive(dlq, target=name) == 1
+    [back] = lease_all(okuri, name, 1)
+    assert back.id == item.id and back.body == poison
+
+
+# --- refusals --------------------------------------------------------------------------------
+
+
+def test_a_bad_key_or_none_is_an_auth_error(server: ServerProcess, kind: str) -> None:
+    for key, code in (("not-a-key-of-this-server", "bad_key"), (None, "missing_key")):
+        stranger = open_client(kind, server.url, key)
+        with stranger, pytest.raises(AuthError) as caught:
+            stranger.list_queues()
+        assert (caught.value.status, caught.value.code) == (401, code)
+
+
+def test_a_key_of_the_wrong_role_or_namespace_is_forbidden(
+    server: ServerProcess, kind: str, okuri: Any, keys: Keys
+) -> None:
+    name = fresh()
+    okuri.create_queue(name)
+    outside = okuri.create_queue(fresh("other")).name
+    with (
+        open_client(kind, server.url, keys.by_role["producer"]) as producer,
+        open_client(kind, server.url, keys.by_role["consumer"]) as consumer,
+        open_client(kind, server.url, keys.by_role["readonly"]) as reader,
+    ):
+        producer.produce(name, "job")
+        [job] = lease_all(consumer, name, 1)
+        assert consumer.complete(name, job) == ["completed"]
+        assert reader.get_queue(name).name == name
+        refused = [
+            lambda: producer.lease(name),
+            lambda: consumer.produce(name, "x"),
+            lambda: reader.purge_queue(name),
+            lambda: consumer.create_queue(fresh()),
+            lambda: producer.produce(outside, "x"),
+        ]
+        for attempt in refused:
+            with pytest.raises(ForbiddenError) as caught:
+                attempt()
+            assert (caught.value.status, caught.value.code) == (403, "forbidden")
+
+
+def test_bad_input_and_oversized_items_are_refused_as_typed_errors(okuri: Any) -> None:
+    name = fresh()
+    okuri.create_queue(name)
+    with pytest.raises(BadRequestError) as caught:
+        okuri.lease(name, lease_s=0)
+    assert caught.value.code == "out_of_range" and "lease_s" in caught.value.message
+    with pytest.raises(BadRequestError) as caught:
+        okuri.produce(name, Item("x", enqueue_at=datetime.now(UTC) + timedelta(hours=1)))
+    assert caught.value.code == "out_of_range"
+    with pytest.raises(BadRequestError) as caught:
+        okuri.create_queue("no/slashes")
+    assert (caught.value.status, caught.value.code) == (400, "invalid_queue_name")
+    with pytest.raises(TooLargeError):
+        okuri.produce(name, b"x" * (1024 * 1024 + 1))
+    with pytest.raises(NotFoundError):
+        okuri.produce(fresh(), "nowhere")
+
+
+def test_a_server_that_is_not_there_is_a_transport_error_after_bounded_tries(kind: str) -> None:
+    retries = RetryPolicy(attempts_max=2, backoff_s_base=0.01, backoff_s_max=0.01)
+    c = open_client(kind, f"http://127.0.0.1:{free_port()}", ADMIN, retries=retries)
+    with c, pytest.raises(TransportError) as caught:
+        c.get_queue("anything")
+    assert caught.value.sent is False and caught.value.code == "connection_failed"
