@@ -82,7 +82,7 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
     assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
 
 
-RELEASE_SEED = 100_900  # found by `okuri dst --seeds 2000 --start 100000`
+RELEASE_SEED = 100_076  # found by searching seeds from 100000 with the mutation below
 
 
 def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
