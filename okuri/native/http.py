@@ -19,10 +19,9 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.engine import Engine
 from okuri.errors import OkuriError
-from okuri.native import codec
+from okuri.native import bearer, codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
-from okuri.native.keys import KeyTable, Principal
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
 
@@ -30,11 +29,6 @@ log = logging.getLogger("okuri.native")
 
 PREFIX = "/v1/"
 JSON = "application/json"
-NO_KEYS = (
-    "The native API has no keys configured, so it accepts none: set OKURI_ADMIN_KEY (one admin "
-    "bearer key) or OKURI_API_KEYS_FILE (a file that `okuri keys create` writes). See "
-    "docs/native-api.md."
-)
 
 QueueOp = Callable[[Access, str, codec.Obj], Awaitable[dict[str, Any]]]
 _QUEUE = re.compile(r"/v1/queues/([^/]+)")
@@ -42,7 +36,7 @@ _ACTION = re.compile(r"/v1/queues/([^/]+)/([a-z]+)")
 
 
 class NativeHttp:
-    def __init__(self, engine: Engine, clock: Clock, keys: Callable[[], KeyTable] | None) -> None:
+    def __init__(self, engine: Engine, clock: Clock, keys: bearer.Keys) -> None:
         """`keys` gives the current key table (it changes on SIGHUP); None: no authentication
         (OKURI_AUTH=off), every request acting as an admin of every queue."""
         self.queues = Queues(engine)
@@ -90,32 +84,12 @@ class NativeHttp:
             raise NativeError(
                 405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}."
             )
-        access = Access(self._principal(request))
+        access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
         if path == "/v1/queues":
             if method == "GET":
                 return 200, await self.queues.list(access, dict(request.query))
             return 200, await self.queues.create(access, await _body(request))
         return 200, await allowed[method](access, queue_name(name, "queue"), await _body(request))
-
-    def _principal(self, request: web.Request) -> Principal:
-        if self.keys is None:
-            return Principal("anonymous", "admin", "")
-        table = self.keys()
-        if table.empty:
-            raise NativeError(401, "no_keys_configured", NO_KEYS)
-        header = request.headers.get("Authorization", "")
-        scheme, _, key = header.partition(" ")
-        if not header:
-            raise NativeError(
-                401, "missing_key", "Send a bearer key: 'Authorization: Bearer <key>'."
-            )
-        if scheme.lower() != "bearer" or not key.strip():
-            raise NativeError(401, "bad_key", "The Authorization header must be 'Bearer <key>'.")
-        principal = table.principal(key.strip())
-        if principal is None:
-            raise NativeError(401, "bad_key", "The bearer key is not valid.")
-        return principal
-
 
 async def _body(request: web.Request) -> codec.Obj:
     try:
