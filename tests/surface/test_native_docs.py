@@ -1,11 +1,14 @@
 """docs/native-api.md's curl examples, run verbatim in order against a real `okuri serve`
-started with the document's admin key; only the address in its environment block is replaced."""
+started with the document's admin key; only the address in its environment block is replaced.
+Its Python gRPC example runs the same way, with only its address replaced."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,8 @@ import pytest
 from tests.readme import block, run_shell
 from tests.servers import start_server
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "native-api.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "native-api.md"
 DOC_URL = "http://localhost:8080"
 DOC_KEY = "change-me-to-a-long-random-key"
 
@@ -51,3 +55,28 @@ def test_the_curl_examples_run_as_written(tmp_path: Path) -> None:
     assert dlq["stats"]["visible"] == 1
     assert moved == {"moved": 1}
     assert emails["stats"]["visible"] + emails["stats"]["leased"] == 1
+
+
+def test_the_python_grpc_example_runs_as_written(tmp_path: Path) -> None:
+    server = start_server(
+        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
+    )
+    try:
+        code = block("native-grpc-python", DOC)
+        assert DOC_KEY in code and '"localhost:8080"' in code
+        code = code.replace("localhost:8080", server.url.removeprefix("http://"))
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,  # where `okuri` imports from, as for an installed okuri
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        server.terminate()
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    leased, completed, refused = proc.stdout.splitlines()
+    assert leased.startswith("b'\\x89PNG...' {'size': '128'} 1 ")
+    assert completed == "['completed']"
+    assert refused.startswith("StatusCode.NOT_FOUND ") and refused.endswith(" queue_not_found")
