@@ -170,7 +170,7 @@ class Server:
         self._main_runner = web.AppRunner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
         )
-        self.grpc = GrpcBackend(self.health.readiness)
+        self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
 
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
         if self.sqs is None:

@@ -1,17 +1,22 @@
 """The gRPC server behind the main listener, and the byte pipes that lead connections to it.
 
 grpcio's server owns its sockets (it cannot take a connection another listener accepted), so
-it listens on a unix socket in a private temporary directory, and the main listener
-(`okuri.server.front`) splices each gRPC connection to it, byte for byte in both directions
+it listens on a private unix socket, and the main listener (`okuri.server.front`) splices each
+gRPC connection to it, byte for byte in both directions
 with flow control (a full write buffer on one side pauses reading on the other). HTTP/2 itself,
 keepalives and GOAWAY stay grpcio's business.
 
 Beside `okuri.api.v1.QueueService` it serves reflection (so grpcurl and dynamic clients need
 no .proto) and `grpc.health.v1.Health` (`okuri.server.health_grpc`).
 
+On Linux the socket is in the abstract namespace: no file, so nothing is left behind by a
+killed process and a read-only filesystem is no obstacle (it is as reachable as loopback, and
+every call is authenticated by the service itself). Elsewhere it is a file in a private
+temporary directory, removed at stop.
+
 Shutdown: `stopping()` turns health to NOT_SERVING; `stop(grace)` lets in-flight calls finish
 (a waiting lease answers at once, as the engine stops waiting), then closes every spliced
-connection left and removes the socket's directory.
+connection left.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import socket
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -74,19 +82,27 @@ class _Pipe(asyncio.Protocol):
 
 
 class GrpcBackend:
-    def __init__(self, readiness: Readiness) -> None:
+    def __init__(self, readiness: Readiness, name: str, abstract: bool | None = None) -> None:
+        """`name` names the private socket, unique among a host's processes; `abstract`: in
+        the abstract namespace (the default on Linux) or a file."""
         self.readiness = readiness
+        self.name = name
+        self.abstract = sys.platform.startswith("linux") if abstract is None else abstract
         self.server: grpc.aio.Server | None = None
         self._dir: str | None = None
-        self._path = ""
+        self._path = ""  # the socket's file; "" for an abstract socket
         self._health: HealthService | None = None
         self._pipes: set[_Pipe] = set()
         self._connecting: set[asyncio.Task[None]] = set()
 
     async def start(self, services: dict[str, grpc.GenericRpcHandler]) -> None:
         """Serve `services` (full service name: handler) on a private unix socket."""
-        self._dir = tempfile.mkdtemp(prefix="okuri-grpc-")
-        self._path = str(Path(self._dir) / "grpc.sock")
+        if self.abstract:
+            address = "unix-abstract:" + self.name
+        else:
+            self._dir = tempfile.mkdtemp(prefix="okuri-grpc-")
+            self._path = str(Path(self._dir) / "grpc.sock")
+            address = "unix:" + self._path
         server = grpc.aio.server(
             options=[("grpc.max_receive_message_length", limits.request_bytes_max)]
         )
@@ -95,8 +111,8 @@ class GrpcBackend:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = (*services, health.SERVICE_NAME, reflection.SERVICE_NAME)
         reflection.enable_server_reflection(names, server)
-        if server.add_insecure_port("unix:" + self._path) == 0:
-            raise OSError(f"gRPC cannot listen on its private socket {self._path}")
+        if server.add_insecure_port(address) == 0:
+            raise OSError(f"gRPC cannot listen on its private socket {address}")
         await server.start()
         self.server = server
 
@@ -111,11 +127,8 @@ class GrpcBackend:
         task.add_done_callback(self._connecting.discard)
 
     async def _connect(self, pipe: _Pipe, client: asyncio.Transport, first: bytes) -> None:
-        loop = asyncio.get_running_loop()
         try:
-            upstream, _ = await loop.create_unix_connection(
-                lambda: _Pipe(client, self._pipes), self._path
-            )
+            upstream = await self._open(lambda: _Pipe(client, self._pipes))
         except OSError as err:
             log.warning("a gRPC connection could not reach the gRPC server: %s", err)
             client.abort()
@@ -126,6 +139,21 @@ class GrpcBackend:
         pipe.peer = upstream
         upstream.write(first)
         client.resume_reading()
+
+    async def _open(self, protocol: Callable[[], _Pipe]) -> asyncio.Transport:
+        loop = asyncio.get_running_loop()
+        if self._path:
+            transport, _ = await loop.create_unix_connection(protocol, self._path)
+            return transport
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, "\0" + self.name)
+            transport, _ = await loop.create_unix_connection(protocol, sock=sock)
+        except BaseException:
+            sock.close()
+            raise
+        return transport
 
     def stopping(self) -> None:
         """Health answers NOT_SERVING from now on."""

@@ -18,6 +18,7 @@ from okuri.native.pb import queue_service_pb2 as pb
 from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
 from okuri.server.app import Server
 from okuri.server.front import PREFACE
+from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.settings import Settings
 from tests.servers import ServerProcess, start_server
 
@@ -95,18 +96,42 @@ def test_garbage_after_the_preface_closes_that_connection_only(server: ServerPro
     assert server.log.count("Traceback") == tracebacks, server.log[-3000:]
 
 
+def in_process(tmp_path: Path) -> Server:
+    return Server(
+        Settings.load(
+            {
+                "OKURI_LISTEN": "127.0.0.1:0",
+                "OKURI_HEALTH_LISTEN": "127.0.0.1:0",
+                "OKURI_DATA_DIR": str(tmp_path / "data"),
+                "OKURI_AUTH": "off",
+            }
+        )
+    )
+
+
+async def test_grpc_works_through_a_socket_file_where_there_is_no_abstract_namespace(
+    tmp_path: Path,
+) -> None:
+    server = in_process(tmp_path)
+    server.grpc = GrpcBackend(server.health.readiness, "okuri-grpc-test", abstract=False)
+    await server.start()
+    try:
+        assert server.grpc._dir is not None and Path(server.grpc._dir, "grpc.sock").exists()
+        (url,) = server.urls
+        async with grpc.aio.insecure_channel(url.removeprefix("http://")) as ch:
+            made = await pb_grpc.QueueServiceStub(ch).CreateQueue(pb.CreateQueueRequest(name="f"))
+        assert made.name == "f"
+        socket_dir = server.grpc._dir
+    finally:
+        assert await server.stop() is True
+    assert not Path(socket_dir).exists()  # removed at stop
+
+
 async def test_a_connection_that_says_nothing_is_closed_after_the_first_bytes_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(limits, "first_bytes_s", 0.2)
-    settings = Settings.load(
-        {
-            "OKURI_LISTEN": "127.0.0.1:0",
-            "OKURI_HEALTH_LISTEN": "127.0.0.1:0",
-            "OKURI_DATA_DIR": str(tmp_path / "data"),
-        }
-    )
-    server = Server(settings)
+    server = in_process(tmp_path)
     await server.start()
     try:
         (url,) = server.urls
