@@ -104,6 +104,9 @@ flush_timeout_s = 30.0  # bound on engine.close(); past it, pending sends are re
 health_shutdown_s = 1.0
 ready_timeout_s = 2.0  # a slow bucket reads as "not ready" rather than as a hung probe
 ready_cache_s = 1.0
+# A connection to the main listener that sends nothing is closed after this long (aiohttp's own
+# keep-alive timeout, which takes over once the first bytes say HTTP/1.1).
+first_bytes_s = 75.0
 
 # Overload protection (okuri/engine/admission.py): what one node holds in flight at most, every
 # surface together; past a bound a request is refused at once with its surface's throttle answer.

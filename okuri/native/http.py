@@ -19,24 +19,17 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate, Ticket
 from okuri.errors import OkuriError
-from okuri.native import codec, openapi, routes
+from okuri.native import bearer, codec, openapi, routes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
 from okuri.native.routes import Route
-from okuri.principals.keys import KeyTable
-from okuri.principals.roles import Principal
 
 log = logging.getLogger("okuri.native")
 
 PREFIX = "/v1/"
 JSON = "application/json"
-NO_KEYS = (
-    "The native API has no keys configured, so it accepts none: set OKURI_ADMIN_KEY (one admin "
-    "bearer key) or OKURI_API_KEYS_FILE (a file that `okuri keys create` writes). See "
-    "docs/native-api.md."
-)
 
 QueueOp = Callable[[Access, str, codec.Obj], Awaitable[dict[str, Any]]]
 
@@ -46,7 +39,7 @@ class NativeHttp:
         self,
         engine: Engine,
         clock: Clock,
-        keys: Callable[[], KeyTable] | None,
+        keys: bearer.Keys,
         gate: Gate | None = None,
     ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP); None: no authentication
@@ -107,33 +100,13 @@ class NativeHttp:
         route = allowed[method]
         if route == "openapi":  # no key needed: it describes the API and holds no secret
             return 200, openapi.DOCUMENT
-        access = Access(self._principal(request))
+        access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
         if route == "list_queues":
             return 200, await self.queues.list(access, dict(request.query))
         if route == "create_queue":
             return 200, await self.queues.create(access, await _body(request))
         operation = self._on_queue[route]
         return 200, await operation(access, queue_name(name, "queue"), await _body(request))
-
-    def _principal(self, request: web.Request) -> Principal:
-        if self.keys is None:
-            return Principal("anonymous", "admin", "")
-        table = self.keys()
-        if table.empty:
-            raise NativeError(401, "no_keys_configured", NO_KEYS)
-        header = request.headers.get("Authorization", "")
-        scheme, _, key = header.partition(" ")
-        if not header:
-            raise NativeError(
-                401, "missing_key", "Send a bearer key: 'Authorization: Bearer <key>'."
-            )
-        if scheme.lower() != "bearer" or not key.strip():
-            raise NativeError(401, "bad_key", "The Authorization header must be 'Bearer <key>'.")
-        principal = table.principal(key.strip())
-        if principal is None:
-            raise NativeError(401, "bad_key", "The bearer key is not valid.")
-        return principal
-
 
 async def _body(request: web.Request) -> codec.Obj:
     try:

@@ -28,10 +28,14 @@ from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
 from okuri.engine import Admission, Bounds, Engine
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
+from okuri.native.grpc_service import SERVICE_NAME as GRPC_SERVICE
+from okuri.native.grpc_service import QueueService
 from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
+from okuri.server.front import FrontSite
+from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
@@ -119,10 +123,18 @@ def _urls(runner: web.AppRunner) -> list[str]:
     return out
 
 
-async def _listen(runner: web.AppRunner, address: Address, what: str) -> None:
+async def _listen(
+    runner: web.AppRunner, address: Address, what: str, grpc: GrpcBackend | None = None
+) -> None:
+    """Listen on `address`; with `grpc`, gRPC connections go there (okuri.server.front)."""
     await runner.setup()
+    site: web.BaseSite = (
+        web.TCPSite(runner, address.host, address.port)
+        if grpc is None
+        else FrontSite(runner, address.host, address.port, grpc.splice)
+    )
     try:
-        await web.TCPSite(runner, address.host, address.port).start()
+        await site.start()
     except OSError as err:
         raise StartupError(
             f"cannot listen on {address} ({what}): {err.strerror or _one_line(err)}"
@@ -168,6 +180,7 @@ class Server:
         self._main_runner = web.AppRunner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
         )
+        self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
 
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
         if self.sqs is None:
@@ -263,13 +276,16 @@ class Server:
             self.key_table = await asyncio.to_thread(self._load_keys)
         except KeysFileInvalid as err:
             raise StartupError(str(err)) from err
+        native_keys = (lambda: self.key_table) if settings.auth else None
         self.native = NativeHttp(
-            self.engine,
-            self.clock,
-            (lambda: self.key_table) if settings.auth else None,
-            self.admission.gate("native"),
+            self.engine, self.clock, native_keys, self.admission.gate("native")
         )
-        await _listen(self._main_runner, settings.listen, "SQS")
+        service = QueueService(self.engine, self.clock, native_keys)
+        try:
+            await self.grpc.start({GRPC_SERVICE: service.handler()})
+        except (OSError, RuntimeError) as err:
+            raise StartupError(f"cannot start the gRPC server: {_one_line(err)}") from err
+        await _listen(self._main_runner, settings.listen, "SQS", self.grpc)
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.health.serving(
@@ -332,7 +348,11 @@ class Server:
             self.engine.stop_waiting()
         if self.regions is not None:
             self.regions.stop_waiting()
-        await self._main_runner.cleanup()
+        self.grpc.stopping()
+        # HTTP requests and gRPC calls drain together; the listener stops accepting first.
+        await asyncio.gather(
+            self._main_runner.cleanup(), self.grpc.stop(limits.shutdown_grace_s)
+        )
         regions, self.regions = self.regions, None
         if regions is not None:
             await regions.close()

@@ -1,5 +1,6 @@
-"""docs/native-api.md's curl and Python client examples, run verbatim in order against a real
-`okuri serve` started with the document's admin key; only the address is replaced."""
+"""docs/native-api.md's curl, Python client and Python gRPC examples, run verbatim in order
+against a real `okuri serve` started with the document's admin key; only the address is
+replaced."""
 
 from __future__ import annotations
 
@@ -87,3 +88,28 @@ def test_the_python_client_examples_run_as_written(tmp_path: Path) -> None:
         "redriven: 1",
         "['thumbnails', 'thumbnails-dlq']",
     ]
+
+
+def test_the_python_grpc_example_runs_as_written(tmp_path: Path) -> None:
+    server = start_server(
+        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
+    )
+    try:
+        code = block("native-grpc-python", DOC)
+        assert DOC_KEY in code and '"localhost:8080"' in code
+        code = code.replace("localhost:8080", server.url.removeprefix("http://"))
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,  # where `okuri` imports from, as for an installed okuri
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        server.terminate()
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    leased, completed, refused = proc.stdout.splitlines()
+    assert leased.startswith("b'\\x89PNG...' {'size': '128'} 1 ")
+    assert completed == "['completed']"
+    assert refused.startswith("StatusCode.NOT_FOUND ") and refused.endswith(" queue_not_found")

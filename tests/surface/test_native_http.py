@@ -1,6 +1,7 @@
 """The native HTTP/JSON API against a real `okuri serve`: every route, SQS interop both ways,
 bearer keys with roles and namespaces, reloading keys on SIGHUP, and a table of bad input that
-answers clear errors while the server stays healthy."""
+answers clear errors while the server stays healthy, with the same table's rows for the gRPC
+surface on the same port (its other tests are in test_native_grpc.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import grpc
 import pytest
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from okuri import limits
+from okuri.native.pb import queue_service_pb2 as pb
 from okuri.principals.keyfile import create_key
 from tests.servers import Response, ServerProcess, start_server
 
@@ -482,6 +487,128 @@ def test_bad_input_answers_a_clear_error(
 ) -> None:
     call(server, "POST", "/v1/queues", {"name": Q})
     assert error_code(call(server, method, path, body, key=key, raw=raw), status) == code
+
+
+# The same kinds of bad input over gRPC: (id, method, request or raw bytes, key, status, code).
+GRPC = grpc.StatusCode
+BIG_ITEM = pb.ProduceItem(payload=b"x" * (limits.message_bytes_max + 1))
+
+
+def _ts(seconds_from_now: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromDatetime(datetime.now(UTC) + timedelta(seconds=seconds_from_now))
+    return ts
+
+
+def _produce(*items: pb.ProduceItem, queue: str = Q) -> pb.ProduceRequest:
+    return pb.ProduceRequest(queue=queue, items=items)
+
+
+GRPC_CASES: list[tuple[str, str, Message | bytes, str | None, grpc.StatusCode, str]] = [
+    ("garbage bytes", "Lease", b"\xff\xff\xff\x0fnot protobuf", ADMIN, GRPC.INVALID_ARGUMENT,
+     "bad_protobuf"),
+    ("no items", "Produce", _produce(), ADMIN, GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("too many items", "Produce", _produce(*[pb.ProduceItem(payload=b"x")] * 101), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("bad header", "Produce", _produce(pb.ProduceItem(payload=b"x", headers={"AWS.x": "v"})),
+     ADMIN, GRPC.INVALID_ARGUMENT, "invalid_argument"),
+    ("empty header", "Produce", _produce(pb.ProduceItem(payload=b"x", headers={"k": ""})),
+     ADMIN, GRPC.INVALID_ARGUMENT, "invalid_request"),
+    ("bad timestamp", "Produce",
+     _produce(pb.ProduceItem(payload=b"x", enqueue_at=Timestamp(seconds=2**62))), ADMIN,
+     GRPC.INVALID_ARGUMENT, "wrong_type"),
+    ("enqueue too far", "Produce", _produce(pb.ProduceItem(payload=b"x", enqueue_at=_ts(3600))),
+     ADMIN, GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("oversize item", "Produce", _produce(BIG_ITEM), ADMIN, GRPC.INVALID_ARGUMENT, "too_large"),
+    ("lease too many", "Lease", pb.LeaseRequest(queue=Q, max_items=101), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("negative lease", "Lease", pb.LeaseRequest(queue=Q, lease_s=-1), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("wait too long", "Lease", pb.LeaseRequest(queue=Q, request_timeout_s=21), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("dead and retry_at", "Retry",
+     pb.RetryRequest(queue=Q, items=[pb.RetryItem(handle="h", dead=True, retry_at=_ts(60))]),
+     ADMIN, GRPC.INVALID_ARGUMENT, "invalid_request"),
+    ("extend without lease_s", "Extend", pb.ExtendRequest(queue=Q, handles=["h"]), ADMIN,
+     GRPC.INVALID_ARGUMENT, "missing_field"),
+    ("empty handle", "Complete", pb.CompleteRequest(queue=Q, handles=[""]), ADMIN,
+     GRPC.INVALID_ARGUMENT, "wrong_type"),
+    ("bad queue name", "GetQueue", pb.GetQueueRequest(queue="bad.name"), ADMIN,
+     GRPC.INVALID_ARGUMENT, "invalid_queue_name"),
+    ("no queue name", "GetQueue", pb.GetQueueRequest(), ADMIN, GRPC.INVALID_ARGUMENT,
+     "invalid_queue_name"),
+    ("update nothing", "UpdateQueue", pb.UpdateQueueRequest(queue=Q), ADMIN,
+     GRPC.INVALID_ARGUMENT, "missing_field"),
+    ("reset unknown attribute", "UpdateQueue",
+     pb.UpdateQueueRequest(queue=Q, reset_attributes=["lease_timeout"]), ADMIN,
+     GRPC.INVALID_ARGUMENT, "unknown_field"),
+    ("set and reset", "UpdateQueue",
+     pb.UpdateQueueRequest(queue=Q, attributes=pb.QueueAttributes(delay_s=1),
+                           reset_attributes=["delay_s"]), ADMIN, GRPC.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("bad limit", "ListQueues", pb.ListQueuesRequest(limit=0), ADMIN, GRPC.INVALID_ARGUMENT,
+     "out_of_range"),
+    ("unknown queue", "Produce", _produce(pb.ProduceItem(payload=b"x"), queue="ns-no-such-q"),
+     ADMIN, GRPC.NOT_FOUND, "queue_not_found"),
+    ("missing key", "ListQueues", pb.ListQueuesRequest(), None, GRPC.UNAUTHENTICATED,
+     "missing_key"),
+    ("bad key", "ListQueues", pb.ListQueuesRequest(), "not-a-key", GRPC.UNAUTHENTICATED,
+     "bad_key"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def channel(server: ServerProcess) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(server.url.removeprefix("http://")) as ch:
+        yield ch
+
+
+def grpc_call(
+    channel: grpc.Channel, method: str, request: Message | bytes, key: str | None
+) -> grpc.RpcError:
+    """Call `method` with `request` (bytes are sent as they are) and return its refusal."""
+    rpc = channel.unary_unary(
+        f"/okuri.api.v1.QueueService/{method}",
+        request_serializer=None if isinstance(request, bytes) else type(request).SerializeToString,
+    )
+    try:
+        rpc(request, metadata=() if key is None else (("authorization", f"Bearer {key}"),))
+    except grpc.RpcError as err:
+        return err
+    pytest.fail(f"{method} succeeded")
+
+
+@pytest.mark.parametrize(
+    ("method", "request_", "key", "status", "code"),
+    [c[1:] for c in GRPC_CASES],
+    ids=[c[0] for c in GRPC_CASES],
+)
+def test_bad_input_over_grpc_answers_a_clear_status(
+    server: ServerProcess,
+    channel: grpc.Channel,
+    method: str,
+    request_: Message | bytes,
+    key: str | None,
+    status: grpc.StatusCode,
+    code: str,
+) -> None:
+    call(server, "POST", "/v1/queues", {"name": Q})
+    err = grpc_call(channel, method, request_, key)
+    assert err.code() == status, err.details()
+    assert dict(err.trailing_metadata())["okuri-error-code"] == code
+    assert err.details() and "Traceback" not in err.details()
+
+
+def test_grpc_bounds_a_request_and_names_an_unknown_method(
+    server: ServerProcess, channel: grpc.Channel
+) -> None:
+    """What grpc itself refuses before okuri sees it: over 4 MiB, a method not in the .proto."""
+    big = pb.ProduceRequest(queue=Q, items=[BIG_ITEM] * 4)
+    too_big = grpc_call(channel, "Produce", big, ADMIN)
+    assert too_big.code() == GRPC.RESOURCE_EXHAUSTED, too_big.details()
+    assert str(limits.request_bytes_max) in too_big.details()
+    unknown = grpc_call(channel, "Nope", pb.ListQueuesRequest(), ADMIN)
+    assert unknown.code() == GRPC.UNIMPLEMENTED
 
 
 def test_the_server_stays_healthy_after_the_table(server: ServerProcess) -> None:

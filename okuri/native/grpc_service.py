@@ -1,0 +1,235 @@
+"""`okuri.api.v1.QueueService`: the native operations over gRPC.
+
+Each RPC reads its bearer key from the `authorization` metadata, turns the request into the
+JSON document its HTTP twin sends (`grpc_shapes`), runs the same `Queues`/`Messages`
+operation, and turns the answer back. A refusal is the HTTP answer's `NativeError`, mapped here
+to a gRPC status with the same message and the error's code in the trailing metadata
+`okuri-error-code`; nothing a client sends produces a traceback.
+
+The status table, and why:
+- 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND;
+- 409 ALREADY_EXISTS for `queue_exists` (a create that conflicts), FAILED_PRECONDITION else;
+- 413 `too_large` (an item over the queue's size) INVALID_ARGUMENT, not RESOURCE_EXHAUSTED:
+  sending the same item again can never succeed, and retry policies commonly retry
+  RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
+  RESOURCE_EXHAUSTED, before it reaches this module.)
+- 429 RESOURCE_EXHAUSTED (retry later), 503 UNAVAILABLE (retry), anything else INTERNAL.
+
+Request bytes that do not parse as the RPC's message are answered INVALID_ARGUMENT
+(`bad_protobuf`) by this module rather than left to grpc, which would log a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from okuri.clock import Clock
+from okuri.engine import Engine
+from okuri.errors import OkuriError
+from okuri.native import bearer, grpc_shapes
+from okuri.native.access import Access
+from okuri.native.errors import NativeError, bad_request, from_okuri
+from okuri.native.messages import Messages
+from okuri.native.pb import queue_service_pb2 as pb
+from okuri.native.queues import Queues, queue_name
+
+log = logging.getLogger("okuri.native")
+
+SERVICE = pb.DESCRIPTOR.services_by_name["QueueService"]
+SERVICE_NAME: str = SERVICE.full_name
+ERROR_CODE_KEY = "okuri-error-code"
+
+_STATUS = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.NOT_FOUND,
+    405: grpc.StatusCode.UNIMPLEMENTED,
+    409: grpc.StatusCode.FAILED_PRECONDITION,
+    413: grpc.StatusCode.INVALID_ARGUMENT,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+def status_of(err: NativeError) -> grpc.StatusCode:
+    if err.code == "queue_exists":
+        return grpc.StatusCode.ALREADY_EXISTS
+    return _STATUS.get(err.status, grpc.StatusCode.INTERNAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Garbled:
+    """A request whose bytes are not its RPC's message."""
+
+    message: str
+
+
+Rpc = Callable[[Access, Any], Awaitable[Message]]
+
+
+def _reader(cls: type[Message]) -> Callable[[bytes], Message | Garbled]:
+    def read(data: bytes) -> Message | Garbled:
+        try:
+            return cls.FromString(data)
+        except (DecodeError, ValueError):
+            name = cls.DESCRIPTOR.full_name
+            return Garbled(f"The request is not a valid {name} message.")
+
+    return read
+
+
+def _write(message: Message) -> bytes:
+    return message.SerializeToString()
+
+
+class QueueService:
+    def __init__(self, engine: Engine, clock: Clock, keys: bearer.Keys) -> None:
+        """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off."""
+        self.queues = Queues(engine)
+        self.messages = Messages(engine, clock)
+        self.keys = keys
+        self.rpcs: Mapping[str, Rpc] = {
+            "CreateQueue": self.create_queue,
+            "GetQueue": self.get_queue,
+            "UpdateQueue": self.update_queue,
+            "ListQueues": self.list_queues,
+            "DeleteQueue": self.delete_queue,
+            "PurgeQueue": self.purge_queue,
+            "Produce": self.produce,
+            "Lease": self.lease,
+            "Complete": self.complete,
+            "Retry": self.retry,
+            "Extend": self.extend,
+            "Redrive": self.redrive,
+        }
+        missing = set(SERVICE.methods_by_name) ^ set(self.rpcs)
+        if missing:
+            raise RuntimeError(f"QueueService RPCs without an implementation: {sorted(missing)}")
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """The service for a grpc server's `add_generic_rpc_handlers`."""
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+        for name, method in SERVICE.methods_by_name.items():
+            request = pb.DESCRIPTOR.message_types_by_name[method.input_type.name]
+            handlers[name] = grpc.unary_unary_rpc_method_handler(
+                self._behaviour(self.rpcs[name]),
+                request_deserializer=_reader(_message_class(request.name)),
+                response_serializer=_write,
+            )
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    def _behaviour(
+        self, rpc: Rpc
+    ) -> Callable[[Message | Garbled, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
+        async def behaviour(
+            request: Message | Garbled, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> Message:
+            try:
+                access = Access(bearer.principal(self.keys, _authorization(context)))
+                if isinstance(request, Garbled):
+                    raise bad_request(request.message, "bad_protobuf")
+                return await rpc(access, request)
+            except Exception as exc:
+                err = _native(exc)
+            await context.abort(
+                status_of(err), err.message, trailing_metadata=((ERROR_CODE_KEY, err.code),)
+            )
+
+        return behaviour
+
+    # --- the operations ----------------------------------------------------------------------
+
+    async def create_queue(self, access: Access, req: pb.CreateQueueRequest) -> pb.Queue:
+        return grpc_shapes.queue(await self.queues.create(access, grpc_shapes.create_doc(req)))
+
+    async def get_queue(self, access: Access, req: pb.GetQueueRequest) -> pb.Queue:
+        return grpc_shapes.queue(await self.queues.get(access, _queue(req.queue), {}))
+
+    async def update_queue(self, access: Access, req: pb.UpdateQueueRequest) -> pb.Queue:
+        name = _queue(req.queue)
+        return grpc_shapes.queue(
+            await self.queues.update(access, name, grpc_shapes.update_doc(req))
+        )
+
+    async def list_queues(
+        self, access: Access, req: pb.ListQueuesRequest
+    ) -> pb.ListQueuesResponse:
+        return grpc_shapes.queues(await self.queues.list(access, grpc_shapes.list_query(req)))
+
+    async def delete_queue(
+        self, access: Access, req: pb.DeleteQueueRequest
+    ) -> pb.DeleteQueueResponse:
+        await self.queues.delete(access, _queue(req.queue), {})
+        return pb.DeleteQueueResponse()
+
+    async def purge_queue(
+        self, access: Access, req: pb.PurgeQueueRequest
+    ) -> pb.PurgeQueueResponse:
+        await self.queues.purge(access, _queue(req.queue), {})
+        return pb.PurgeQueueResponse()
+
+    async def produce(self, access: Access, req: pb.ProduceRequest) -> pb.ProduceResponse:
+        name = _queue(req.queue)
+        return grpc_shapes.produced(
+            await self.messages.produce(access, name, grpc_shapes.produce_doc(req))
+        )
+
+    async def lease(self, access: Access, req: pb.LeaseRequest) -> pb.LeaseResponse:
+        name = _queue(req.queue)
+        return grpc_shapes.leased(
+            await self.messages.lease(access, name, grpc_shapes.lease_doc(req))
+        )
+
+    async def complete(self, access: Access, req: pb.CompleteRequest) -> pb.CompleteResponse:
+        doc = {"handles": list(req.handles)}
+        answer = await self.messages.complete(access, _queue(req.queue), doc)
+        return pb.CompleteResponse(results=answer["results"])
+
+    async def retry(self, access: Access, req: pb.RetryRequest) -> pb.RetryResponse:
+        name = _queue(req.queue)
+        answer = await self.messages.retry(access, name, grpc_shapes.retry_doc(req))
+        return pb.RetryResponse(results=answer["results"])
+
+    async def extend(self, access: Access, req: pb.ExtendRequest) -> pb.ExtendResponse:
+        name = _queue(req.queue)
+        answer = await self.messages.extend(access, name, grpc_shapes.extend_doc(req))
+        return pb.ExtendResponse(results=answer["results"])
+
+    async def redrive(self, access: Access, req: pb.RedriveRequest) -> pb.RedriveResponse:
+        name = _queue(req.queue)
+        answer = await self.messages.redrive(access, name, grpc_shapes.redrive_doc(req))
+        return pb.RedriveResponse(moved=answer["moved"])
+
+
+def _queue(name: str) -> str:
+    return queue_name(name, "queue")
+
+
+def _message_class(name: str) -> type[Message]:
+    cls = getattr(pb, name)
+    assert isinstance(cls, type) and issubclass(cls, Message)
+    return cls
+
+
+def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _native(exc: Exception) -> NativeError:
+    """The answer to a failure, as the HTTP surface gives it."""
+    if isinstance(exc, NativeError):
+        return exc
+    if isinstance(exc, OkuriError):
+        return from_okuri(exc)
+    log.exception("native gRPC request failed")
+    return NativeError(500, "internal", "The request could not be processed.")

@@ -1,0 +1,174 @@
+"""The gRPC server behind the main listener, and the byte pipes that lead connections to it.
+
+grpcio's server owns its sockets (it cannot take a connection another listener accepted), so
+it listens on a private unix socket, and the main listener (`okuri.server.front`) splices each
+gRPC connection to it, byte for byte in both directions
+with flow control (a full write buffer on one side pauses reading on the other). HTTP/2 itself,
+keepalives and GOAWAY stay grpcio's business.
+
+Beside `okuri.api.v1.QueueService` it serves reflection (so grpcurl and dynamic clients need
+no .proto) and `grpc.health.v1.Health` (`okuri.server.health_grpc`).
+
+On Linux the socket is in the abstract namespace: no file, so nothing is left behind by a
+killed process and a read-only filesystem is no obstacle (it is as reachable as loopback, and
+every call is authenticated by the service itself). Elsewhere it is a file in a private
+temporary directory, removed at stop.
+
+Shutdown: `stopping()` turns health to NOT_SERVING; `stop(grace)` lets in-flight calls finish
+(a waiting lease answers at once, as the engine stops waiting), then closes every spliced
+connection left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import cast
+
+import grpc
+from grpc_health.v1 import health, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from okuri import limits
+from okuri.server.health_grpc import HealthService, Readiness
+
+log = logging.getLogger("okuri.server")
+
+
+class _Pipe(asyncio.Protocol):
+    """One direction of a splice: what arrives on this side is written to `peer`."""
+
+    def __init__(self, peer: asyncio.Transport | None, pipes: set[_Pipe]) -> None:
+        self.peer = peer
+        self.pipes = pipes
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.pipes.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is not None:
+            self.peer.write(data)
+
+    def eof_received(self) -> bool | None:
+        # HTTP/2 peers do not half-close: an end of stream from either side ends the splice
+        # (this side closes, and connection_lost closes the other once it has written out).
+        return None
+
+    def pause_writing(self) -> None:  # this side's buffer is full: stop reading the other
+        if self.peer is not None:
+            self.peer.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None and not self.peer.is_closing():
+            self.peer.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pipes.discard(self)
+        if self.peer is not None:
+            self.peer.close()  # after writing what it holds
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class GrpcBackend:
+    def __init__(self, readiness: Readiness, name: str, abstract: bool | None = None) -> None:
+        """`name` names the private socket, unique among a host's processes; `abstract`: in
+        the abstract namespace (the default on Linux) or a file."""
+        self.readiness = readiness
+        self.name = name
+        self.abstract = sys.platform.startswith("linux") if abstract is None else abstract
+        self.server: grpc.aio.Server | None = None
+        self._dir: str | None = None
+        self._path = ""  # the socket's file; "" for an abstract socket
+        self._health: HealthService | None = None
+        self._pipes: set[_Pipe] = set()
+        self._connecting: set[asyncio.Task[None]] = set()
+
+    async def start(self, services: dict[str, grpc.GenericRpcHandler]) -> None:
+        """Serve `services` (full service name: handler) on a private unix socket."""
+        if self.abstract:
+            address = "unix-abstract:" + self.name
+        else:
+            self._dir = tempfile.mkdtemp(prefix="okuri-grpc-")
+            self._path = str(Path(self._dir) / "grpc.sock")
+            address = "unix:" + self._path
+        server = grpc.aio.server(
+            options=[("grpc.max_receive_message_length", limits.request_bytes_max)]
+        )
+        server.add_generic_rpc_handlers(tuple(services.values()))
+        self._health = HealthService(self.readiness, services)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        names = (*services, health.SERVICE_NAME, reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(names, server)
+        if server.add_insecure_port(address) == 0:
+            raise OSError(f"gRPC cannot listen on its private socket {address}")
+        await server.start()
+        self.server = server
+
+    def splice(self, client: asyncio.Transport, first: bytes) -> None:
+        """Lead a connection that began with `first` (the HTTP/2 preface) to the gRPC server."""
+        client.pause_reading()
+        pipe = _Pipe(None, self._pipes)
+        client.set_protocol(pipe)
+        pipe.connection_made(client)
+        task = asyncio.get_running_loop().create_task(self._connect(pipe, client, first))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+
+    async def _connect(self, pipe: _Pipe, client: asyncio.Transport, first: bytes) -> None:
+        try:
+            upstream = await self._open(lambda: _Pipe(client, self._pipes))
+        except OSError as err:
+            log.warning("a gRPC connection could not reach the gRPC server: %s", err)
+            client.abort()
+            return
+        if client.is_closing():
+            upstream.close()
+            return
+        pipe.peer = upstream
+        upstream.write(first)
+        client.resume_reading()
+
+    async def _open(self, protocol: Callable[[], _Pipe]) -> asyncio.Transport:
+        loop = asyncio.get_running_loop()
+        if self._path:
+            transport, _ = await loop.create_unix_connection(protocol, self._path)
+            return transport
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, "\0" + self.name)
+            transport, _ = await loop.create_unix_connection(protocol, sock=sock)
+        except BaseException:
+            sock.close()
+            raise
+        return transport
+
+    def stopping(self) -> None:
+        """Health answers NOT_SERVING from now on."""
+        if self._health is not None:
+            self._health.stop()
+
+    async def stop(self, grace_s: float) -> None:
+        self.stopping()
+        for task in list(self._connecting):
+            task.cancel()
+        if self.server is not None:
+            await self.server.stop(grace_s)
+        for pipe in list(self._pipes):
+            pipe.close()
+        if self._dir is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self._dir)
+            self._dir = None
