@@ -13,7 +13,8 @@ The status table, and why:
   sending the same item again can never succeed, and retry policies commonly retry
   RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
   RESOURCE_EXHAUSTED, before it reaches this module.)
-- 429 RESOURCE_EXHAUSTED (retry later), 503 UNAVAILABLE (retry), anything else INTERNAL.
+- 429 RESOURCE_EXHAUSTED (retry later: the node is at one of its bounds on requests, request
+  bytes or long polls, `okuri.engine.Admission`), 503 UNAVAILABLE (retry), else INTERNAL.
 
 Request bytes that do not parse as the RPC's message are answered INVALID_ARGUMENT
 (`bad_protobuf`) by this module rather than left to grpc, which would log a traceback.
@@ -21,6 +22,7 @@ Request bytes that do not parse as the RPC's message are answered INVALID_ARGUME
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from okuri.clock import Clock
-from okuri.engine import Engine
+from okuri.engine import Engine, Gate
 from okuri.errors import OkuriError
 from okuri.native import bearer, grpc_shapes
 from okuri.native.access import Access
@@ -90,11 +92,15 @@ def _write(message: Message) -> bytes:
 
 
 class QueueService:
-    def __init__(self, engine: Engine, clock: Clock, keys: bearer.Keys) -> None:
-        """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off."""
+    def __init__(
+        self, engine: Engine, clock: Clock, keys: bearer.Keys, gate: Gate | None = None
+    ) -> None:
+        """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off.
+        `gate` admits each call, and each lease that may wait (None: no bounds)."""
         self.queues = Queues(engine)
-        self.messages = Messages(engine, clock)
+        self.messages = Messages(engine, clock, gate)
         self.keys = keys
+        self.gate = gate
         self.rpcs: Mapping[str, Rpc] = {
             "CreateQueue": self.create_queue,
             "GetQueue": self.get_queue,
@@ -131,11 +137,13 @@ class QueueService:
         async def behaviour(
             request: Message | Garbled, context: grpc.aio.ServicerContext[Any, Any]
         ) -> Message:
+            nbytes = 0 if isinstance(request, Garbled) else request.ByteSize()
             try:
-                access = Access(bearer.principal(self.keys, _authorization(context)))
-                if isinstance(request, Garbled):
-                    raise bad_request(request.message, "bad_protobuf")
-                return await rpc(access, request)
+                with self.gate.enter("request", nbytes) if self.gate else contextlib.nullcontext():
+                    access = Access(bearer.principal(self.keys, _authorization(context)))
+                    if isinstance(request, Garbled):
+                        raise bad_request(request.message, "bad_protobuf")
+                    return await rpc(access, request)
             except Exception as exc:
                 err = _native(exc)
             await context.abort(

@@ -280,7 +280,9 @@ class Server:
         self.native = NativeHttp(
             self.engine, self.clock, native_keys, self.admission.gate("native")
         )
-        service = QueueService(self.engine, self.clock, native_keys)
+        service = QueueService(
+            self.engine, self.clock, native_keys, self.admission.gate("grpc")
+        )
         try:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
         except (OSError, RuntimeError) as err:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import grpc
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -27,6 +28,8 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri import limits
+from okuri.native.pb import queue_service_pb2 as pb
+from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
 from okuri.server.peers import PATH as PEER_PATH
 from tests.servers import SQS_KEY, SQS_REGION, SQS_SECRET, Response, ServerProcess, http
 from tests.servers import start_server as start
@@ -115,6 +118,17 @@ def overloaded(answer: Response) -> None:
     assert answer.status == 429, answer.text
     assert answer.headers["retry-after"] == str(limits.overload_retry_after_s)
     assert json.loads(answer.body)["error"]["code"] == "overloaded"
+
+
+def exhausted(server: ServerProcess, rpc: str, request: Any) -> None:
+    """The gRPC call is refused RESOURCE_EXHAUSTED, the native code in its trailer."""
+    with grpc.insecure_channel(server.url.removeprefix("http://")) as channel:
+        stub = pb_grpc.QueueServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as caught:
+            getattr(stub, rpc)(request, metadata=(("authorization", f"Bearer {ADMIN}"),))
+    err: Any = caught.value
+    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
+    assert dict(err.trailing_metadata())["okuri-error-code"] == "overloaded"
 
 
 def query(server: ServerProcess, params: dict[str, str]) -> Response:
@@ -212,6 +226,7 @@ def test_long_polls_past_the_bound_are_throttled_on_both_protocols_and_429_nativ
     )["QueueUrl"]
     sqs_before = shed(server, "sqs", "long_polls")
     native_before = shed(server, "native", "long_polls")
+    grpc_before = shed(server, "grpc", "long_polls")
     polls = hold_long_polls(server, pool, url, LONG_POLLS_MAX)
 
     err = throttled(lambda: sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1))
@@ -225,6 +240,7 @@ def test_long_polls_past_the_bound_are_throttled_on_both_protocols_and_429_nativ
     assert answer.status == 429, answer.text
     assert b"<Code>RequestThrottled</Code>" in answer.body
     overloaded(native(server, "POST", "/v1/queues/lp-held/lease", {"request_timeout_s": 5}))
+    exhausted(server, "Lease", pb.LeaseRequest(queue="lp-held", request_timeout_s=5))
 
     # Short polls wait for nothing, so they are only requests, and there is room for them.
     assert "Messages" not in sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
@@ -232,6 +248,7 @@ def test_long_polls_past_the_bound_are_throttled_on_both_protocols_and_429_nativ
     assert server.get("/readyz").status == 200
     assert shed(server, "sqs", "long_polls") == sqs_before + 3
     assert shed(server, "native", "long_polls") == native_before + 1
+    assert shed(server, "grpc", "long_polls") == grpc_before + 1
     release_long_polls(server, url, polls)
 
 
@@ -242,15 +259,18 @@ def test_requests_past_the_bound_are_throttled_and_retrying_clients_get_through(
     url = sqs.create_queue(QueueName="requests")["QueueUrl"]
     sqs_before = shed(server, "sqs", "requests")
     native_before = shed(server, "native", "requests")
+    grpc_before = shed(server, "grpc", "requests")
     held = hold_requests(server, REQUESTS_MAX)
 
     throttled(lambda: sqs.send_message(QueueUrl=url, MessageBody="refused"))
     overloaded(native(server, "GET", "/v1/queues"))
+    exhausted(server, "ListQueues", pb.ListQueuesRequest())
     assert server.get("/readyz").status == 200
     assert server.get("/healthz").status == 200
     assert server.request("POST", PEER_PATH, b"{}").status != 429  # peers are never shed
     assert shed(server, "sqs", "requests") == sqs_before + 1
     assert shed(server, "native", "requests") == native_before + 1
+    assert shed(server, "grpc", "requests") == grpc_before + 1
     finish(held)
 
     # With retries on, in either botocore retry mode, a throttled send goes through once the
