@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check okuri tests compat integrations
 	$(BIN)/lint-imports
 	# compat/boto3_examples are user-style scripts; only their runner is held to --strict.
-	$(BIN)/mypy okuri compat integrations/celery/okuri_celery \
+	$(BIN)/mypy okuri compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
 test: lint clients compose-test

@@ -1,0 +1,229 @@
+"""The okuri:// transport: one kombu connection, its okuri client, its lease keeper, its queues.
+
+`okuri://KEY@host:port` speaks okuri's native HTTP/JSON API at `http://host:port` (default
+port 8080) with bearer key KEY, through okuri.client; `okuris://` at `https://host:port`
+(default port 443), as does `okuri://` with kombu's `ssl` connection option (Celery's
+`broker_use_ssl`). `ssl` may be a mapping: `ca_certs` (a CA bundle to trust) and `cert_reqs`
+(`ssl.CERT_NONE`: do not verify; for tests only). The key may sit in the URL's user or
+password field (`okuri://:KEY@host`), or in the `key` transport option. A key given as the
+user is moved to the password field, so that kombu's and Celery's logs show it masked.
+
+The transport is synchronous (`implements.asynchronous` is false): a Celery worker runs it in
+its blocking loop, which drains with a timeout of two seconds. See okuri_kombu/channel.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from queue import Empty
+from typing import Any
+
+import httpx
+from kombu.transport import virtual
+
+from okuri.client import (
+    Client,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    OkuriClientError,
+    RetryableError,
+    ServerError,
+)
+
+from .channel import Channel
+from .keeper import LeaseKeeper
+from .names import QueueNameError, okuri_queue_name
+from .options import Options
+
+VERSION = "0.0.1"
+
+
+class Transport(virtual.Transport):
+    Channel = Channel
+
+    scheme = "http"
+    default_port = 8080  # type: ignore[assignment]  # kombu declares None
+    driver_type = "okuri"
+    driver_name = "okuri"
+
+    # What Celery and kombu's `ensure` treat as the connection failing (reconnect and retry):
+    # no answer, 429, 503 and other 5xx. The rest (a bad key, a refused request) is the
+    # channel's, and is raised to the caller.
+    connection_errors = (  # type: ignore[assignment]  # kombu declares a 1-tuple
+        *virtual.Transport.connection_errors,
+        RetryableError,
+        ServerError,
+        socket.error,
+    )
+    channel_errors = (  # type: ignore[assignment]
+        *virtual.Transport.channel_errors,
+        OkuriClientError,
+        QueueNameError,
+    )
+
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False,
+        exchange_type=frozenset(["direct"]),
+        heartbeats=False,
+    )
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self.options = Options.read(client.transport_options or {})
+        if client.transport_options.get("polling_interval") is None:
+            # A long poll waits on the server; a short one (wait_time_s 0) must pause here.
+            self.polling_interval = 0.0 if self.options.wait_time_s else 1.0
+        if client.userid and not client.password:  # okuri://KEY@host: mask KEY in logs
+            client.password, client.userid = client.userid, None
+        self.clock = time.monotonic
+        self._okuri: Client | None = None
+        self._keeper: LeaseKeeper | None = None
+        self.conninfo: Any = client  # kombu's Connection (kombu types `client` as None)
+        self._queues: dict[str, str] = {}  # kombu queue name -> okuri queue, declared
+        self._lock = threading.Lock()
+
+    # --- the client --------------------------------------------------------------------------
+
+    def base_url(self) -> str:
+        conninfo = self.conninfo
+        host = conninfo.hostname or "localhost"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"  # an IPv6 address
+        port = conninfo.port or self.default_port
+        scheme = "https" if conninfo.ssl else self.scheme
+        return f"{scheme}://{host}:{port}"
+
+    def key(self) -> str:
+        key = self.conninfo.password or self.conninfo.userid or self.options.key
+        if not key:
+            raise ValueError(
+                "okuri:// needs a bearer key: okuri://KEY@host:port, okuri://:KEY@host:port "
+                "or the transport option 'key'"
+            )
+        return str(key)
+
+    def new_client(self) -> Client:
+        """The okuri client this connection talks through (a test may override this)."""
+        http = httpx.Client(verify=_verify(self.conninfo.ssl))
+        return Client(self.base_url(), self.key(), timeout_s=self.options.timeout_s, http=http)
+
+    def new_keeper(self, client: Client) -> LeaseKeeper:
+        """The lease keeper of this connection (a test may override this)."""
+        return LeaseKeeper(client, self.options.lease_s, clock=self.clock)
+
+    @property
+    def okuri(self) -> Client:
+        with self._lock:
+            if self._okuri is None:
+                self._okuri = self.new_client()
+            return self._okuri
+
+    @property
+    def keeper(self) -> LeaseKeeper:
+        client = self.okuri
+        with self._lock:
+            if self._keeper is None:
+                self._keeper = self.new_keeper(client)
+            return self._keeper
+
+    # --- queues ------------------------------------------------------------------------------
+
+    def okuri_name(self, queue: str) -> str:
+        return okuri_queue_name(queue, self.options.queue_name_prefix)
+
+    def ensure_queue(self, queue: str) -> str:
+        """The okuri queue of kombu queue `queue`, created if missing (once per connection)."""
+        name = self._queues.get(queue)
+        if name is not None:
+            return name
+        name = self.okuri_name(queue)
+        try:
+            self.okuri.create_queue(name, **self.options.attributes_for(queue))
+        except ConflictError:
+            pass  # it exists with other attributes: it is used as it is
+        except ForbiddenError as refused:
+            # A producer or consumer key may not create queues; it may use one that exists.
+            try:
+                self.okuri.get_queue(name)
+            except NotFoundError:
+                raise refused from None
+        self._queues[queue] = name
+        return name
+
+    def forget_queue(self, queue: str) -> None:
+        self._queues.pop(queue, None)
+
+    def delete_queue(self, queue: str) -> None:
+        self.forget_queue(queue)
+        with contextlib.suppress(NotFoundError):
+            self.okuri.delete_queue(self.okuri_name(queue))
+
+    # --- the connection ----------------------------------------------------------------------
+
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
+        """Deliver what one lease brings; socket.timeout (TimeoutError) after `timeout` s.
+
+        As kombu's virtual transport, but each lease long-polls only for the time left, and
+        none starts with less than a second left (it could only be a short poll, and a loop of
+        them spins), so a drain ends within about its timeout: a stopping Celery worker, which
+        drains with a timeout of two seconds, sees its stop flag that soon."""
+        deadline = None if timeout is None else self.clock() + timeout
+        cycle: Any = self.cycle
+        while True:
+            left_s = None if deadline is None else max(0.0, deadline - self.clock())
+            try:
+                cycle.get(self._deliver, timeout=left_s)
+                return
+            except Empty:
+                left_s = None if deadline is None else deadline - self.clock()
+                if left_s is not None and left_s < 1:
+                    raise TimeoutError() from None  # socket.timeout
+                if self.polling_interval:
+                    time.sleep(min(self.polling_interval, left_s or self.polling_interval))
+
+    def establish_connection(self) -> Any:
+        self.okuri.list_queues(limit=1)  # reaches okuri, and okuri takes the key
+        return super().establish_connection()
+
+    def close_connection(self, connection: Any) -> None:
+        try:
+            super().close_connection(connection)  # the channels give their unacked back
+        finally:
+            with self._lock:
+                keeper, client = self._keeper, self._okuri
+                self._keeper = self._okuri = None
+            if keeper is not None:
+                keeper.close()
+            if client is not None:
+                client.close()
+            self._queues.clear()
+
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        return {"port": self.default_port, "hostname": "localhost"}
+
+    def driver_version(self) -> str:
+        return VERSION
+
+
+class SecureTransport(Transport):
+    """okuris://: the native API over HTTPS."""
+
+    scheme = "https"
+    default_port = 443
+
+
+def _verify(options: object) -> bool | ssl.SSLContext:
+    """httpx's `verify` for kombu's `ssl` connection option."""
+    if not isinstance(options, Mapping):
+        return True
+    if options.get("cert_reqs") == ssl.CERT_NONE:
+        return False
+    ca_certs = options.get("ca_certs")
+    return ssl.create_default_context(cafile=ca_certs) if ca_certs else True

@@ -1,0 +1,140 @@
+"""okuri_kombu's pure parts: transport options, queue names, and messages as items and back."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import okuri_kombu
+import pytest
+from kombu.transport import TRANSPORT_ALIASES, resolve_transport
+from okuri_kombu.names import QueueNameError, okuri_queue_name
+from okuri_kombu.options import Options
+from okuri_kombu.payloads import item_text, payload_of
+
+from okuri.client import LeasedItem
+
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def leased(body: bytes, handle: str = "h-1", headers: dict[str, str] | None = None) -> LeasedItem:
+    return LeasedItem("id-1", handle, 2, WHEN, WHEN, body, headers or {})
+
+
+class TestRegistration:
+    def test_importing_the_package_makes_okuri_and_okuris_kombu_transports(self) -> None:
+        assert TRANSPORT_ALIASES["okuri"] == "okuri_kombu.transport:Transport"
+        assert resolve_transport("okuri") is okuri_kombu.Transport
+        assert resolve_transport("okuris") is okuri_kombu.SecureTransport
+
+    def test_registering_again_restores_aliases_removed_meanwhile(self) -> None:
+        del TRANSPORT_ALIASES["okuris"]
+        okuri_kombu.register()
+        assert TRANSPORT_ALIASES["okuris"] == "okuri_kombu.transport:SecureTransport"
+
+
+class TestOptions:
+    def test_defaults_lease_for_a_minute_and_long_poll_ten_seconds(self) -> None:
+        options = Options.read({})
+        assert (options.lease_s, options.wait_time_s, options.queue_name_prefix) == (60, 10, "")
+        assert options.attributes_for("tasks") == {"lease_timeout_s": 60}
+
+    def test_queue_attributes_apply_to_every_queue_and_overrides_to_theirs(self) -> None:
+        options = Options.read(
+            {
+                "lease_s": 30,
+                "queue_attributes": {"max_attempts": 5, "retention_s": 3600},
+                "queue_overrides": {"slow": {"max_attempts": 1, "lease_timeout_s": 300}},
+                "visibility_timeout": 99,  # another transport's option: left alone
+            }
+        )
+        assert options.attributes_for("fast") == {
+            "lease_timeout_s": 30,
+            "max_attempts": 5,
+            "retention_s": 3600,
+        }
+        assert options.attributes_for("slow") == {
+            "lease_timeout_s": 300,
+            "max_attempts": 1,
+            "retention_s": 3600,
+        }
+
+    @pytest.mark.parametrize(
+        ("given", "named"),
+        [
+            ({"lease_s": 0}, "'lease_s' must be an integer from 1 to 43200"),
+            ({"lease_s": "60"}, "'lease_s'"),
+            ({"wait_time_s": 21}, "'wait_time_s' must be an integer from 0 to 20"),
+            ({"wait_time_s": True}, "'wait_time_s'"),
+            ({"timeout_s": 0}, "'timeout_s' must be a number of seconds above 0"),
+            ({"key": 5}, "'key' must be a string"),
+            ({"queue_attributes": {"visibility": 5}}, "unknown queue attribute(s) visibility"),
+            ({"queue_attributes": [1]}, "queue_attributes must be a mapping"),
+            ({"queue_overrides": {"q": {"ttl": 1}}}, "queue_overrides['q']: unknown"),
+            ({"queue_overrides": ["q"]}, "'queue_overrides' must map queue names"),
+        ],
+    )
+    def test_a_bad_option_is_refused_naming_it(self, given: dict[str, object], named: str) -> None:
+        with pytest.raises(ValueError) as refused:
+            Options.read(given)
+        assert named in str(refused.value)
+
+
+class TestQueueNames:
+    def test_kombu_names_are_translated_as_the_sqs_transport_translates_them(self) -> None:
+        assert okuri_queue_name("celery") == "celery"
+        assert okuri_queue_name("w1@host.celery.pidbox") == "w1_host-celery-pidbox"
+        assert okuri_queue_name("tasks", prefix="prod.") == "prod-tasks"
+
+    def test_a_name_past_eighty_characters_is_refused(self) -> None:
+        assert okuri_queue_name("q" * 80) == "q" * 80
+        assert okuri_queue_name("q" * 75, prefix="long-") == "long-" + "q" * 75
+        with pytest.raises(QueueNameError, match="1 to 80"):
+            okuri_queue_name("q" * 76, prefix="long-")
+        with pytest.raises(QueueNameError, match="1 to 80"):
+            okuri_queue_name("")
+
+    def test_a_fifo_queue_is_refused_pointing_at_sqs(self) -> None:
+        with pytest.raises(QueueNameError, match="use sqs://"):
+            okuri_queue_name("orders.fifo")
+
+
+class TestPayloads:
+    def test_a_kombu_message_comes_back_with_the_lease_as_its_delivery_tag(self) -> None:
+        message = {
+            "body": "eyJ4IjogMX0=",
+            "content-type": "application/json",
+            "content-encoding": "utf-8",
+            "headers": {"task": "add"},
+            "properties": {
+                "delivery_tag": "tag-of-the-publisher",
+                "body_encoding": "base64",
+                "delivery_info": {"exchange": "", "routing_key": "tasks"},
+            },
+        }
+        payload = payload_of(leased(item_text(message).encode(), handle="lease-7"), "tasks")
+        assert payload["properties"]["delivery_tag"] == "lease-7"
+        assert payload["properties"]["delivery_info"] == {
+            "exchange": "",
+            "routing_key": "tasks",
+            "okuri_queue": "tasks",
+            "okuri_id": "id-1",
+            "okuri_attempts": 2,
+        }
+        assert payload["headers"] == {"task": "add"} and payload["body"] == message["body"]
+
+    def test_an_item_kombu_did_not_produce_is_wrapped_as_a_plain_message(self) -> None:
+        payload = payload_of(leased(b"hello", headers={"to": "ada"}), "mail")
+        assert payload["body"] == "hello" and payload["headers"] == {"to": "ada"}
+        assert payload["properties"]["body_encoding"] is None
+        assert payload["properties"]["delivery_tag"] == "h-1"
+        json.dumps(payload)  # kombu may dump an unacked message's payload as JSON
+
+    def test_a_binary_item_is_wrapped_in_base64_and_decodes_to_its_bytes(self) -> None:
+        payload = payload_of(leased(b"\x89PNG\xff"), "images")
+        assert payload["properties"]["body_encoding"] == "base64"
+        assert payload["body"] == "iVBOR/8="
+
+    def test_json_that_is_not_a_kombu_message_is_wrapped_too(self) -> None:
+        assert payload_of(leased(b'{"order": 7}'), "q")["body"] == '{"order": 7}'
+        assert payload_of(leased(b'{"properties": 1}'), "q")["body"] == '{"properties": 1}'
