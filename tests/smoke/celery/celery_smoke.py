@@ -1,5 +1,8 @@
 """Helpers for the Celery smoke tests: the okuri under test, worker processes, execution records.
 
+Workers and producers reach okuri through kombu's SQS transport (`sqs://`, the default) or
+okuri's own (`okuri://`, integrations/kombu): `CeleryOkuri.broker` says which.
+
 Workers are `python -m celery -A smoke_app worker --pool=prefork --concurrency=2`, each in a
 session of its own so that its prefork children can be killed with it. They are stopped with
 SIGTERM to the main process (warm shutdown), then SIGKILL to the process group they lead, by
@@ -16,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +31,9 @@ from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, clean_environ
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 INTEGRATION = ROOT / "integrations" / "celery"
+KOMBU_INTEGRATION = ROOT / "integrations" / "kombu"
+ADMIN_KEY = "celery-smoke-admin-key-0123456789"  # the okuri:// bearer key the server is given
+BROKERS = ("sqs", "okuri")
 
 S3_KEY_ID = "testing"
 S3_SECRET = "testing"
@@ -39,15 +45,30 @@ VISIBILITY_S = smoke_app.VISIBILITY_S
 
 @dataclass
 class CeleryOkuri:
-    """A real `okuri serve` keeping its queues in a moto bucket that also holds the results."""
+    """A real `okuri serve` keeping its queues in a moto bucket that also holds the results,
+    reached through `broker`: "sqs" (kombu's SQS transport) or "okuri" (okuri_kombu)."""
 
     server: ServerProcess
     bucket: str
     s3_endpoint: str
+    broker: str = "sqs"
+
+    def with_broker(self, broker: str) -> CeleryOkuri:
+        assert broker in BROKERS, broker
+        return replace(self, broker=broker)
 
     @property
     def broker_url(self) -> str:
-        return f"sqs://{SQS_KEY}:{SQS_SECRET}@{self.server.url.removeprefix('http://')}"
+        address = self.server.url.removeprefix("http://")
+        if self.broker == "okuri":
+            return f"okuri://{ADMIN_KEY}@{address}"
+        return f"sqs://{SQS_KEY}:{SQS_SECRET}@{address}"
+
+    def okuri(self) -> Any:
+        """An okuri.client.Client of the server, with the admin key."""
+        from okuri.client import Client
+
+        return Client(self.server.url, ADMIN_KEY)
 
     def sqs(self) -> Any:
         return self.server.sqs_client()
@@ -65,7 +86,10 @@ class CeleryOkuri:
     def worker_environ(self, queue: str, record_dir: Path, heartbeat: bool) -> dict[str, str]:
         return {
             **clean_environ(),
-            "PYTHONPATH": os.pathsep.join([str(HERE), str(INTEGRATION)]),
+            # smoke_app, both integrations, and this checkout's okuri (okuri_kombu's client)
+            "PYTHONPATH": os.pathsep.join(
+                [str(HERE), str(INTEGRATION), str(KOMBU_INTEGRATION), str(ROOT)]
+            ),
             "SMOKE_BROKER_URL": self.broker_url,
             "SMOKE_S3_ENDPOINT": self.s3_endpoint,
             "SMOKE_S3_BUCKET": self.bucket,
@@ -73,7 +97,8 @@ class CeleryOkuri:
             "SMOKE_S3_SECRET": S3_SECRET,
             "SMOKE_QUEUE": queue,
             "SMOKE_RECORD_DIR": str(record_dir),
-            "SMOKE_HEARTBEAT": "on" if heartbeat else "off",
+            # okuri:// renews its leases itself; the extension speaks SQS only
+            "SMOKE_HEARTBEAT": "on" if heartbeat and self.broker == "sqs" else "off",
         }
 
 

@@ -16,13 +16,15 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve().parent
-INTEGRATION = HERE.parents[2] / "integrations" / "celery"
-for path in (HERE, INTEGRATION):  # smoke_app, celery_smoke, and the okuri_celery package
+INTEGRATIONS = HERE.parents[2] / "integrations"
+for path in (HERE, INTEGRATIONS / "celery", INTEGRATIONS / "kombu"):
+    # smoke_app, celery_smoke, and the okuri_celery and okuri_kombu packages
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
 from celery import Celery  # noqa: E402
 from celery_smoke import (  # noqa: E402
+    ADMIN_KEY,
     S3_KEY_ID,
     S3_SECRET,
     CeleryOkuri,
@@ -50,6 +52,7 @@ def celery_okuri(
             "OKURI_S3_PREFIX": "okuri/",
             "OKURI_S3_ACCESS_KEY_ID": S3_KEY_ID,
             "OKURI_S3_SECRET_ACCESS_KEY": S3_SECRET,
+            "OKURI_ADMIN_KEY": ADMIN_KEY,  # okuri:// (integrations/kombu) speaks the native API
         },
     )
     yield CeleryOkuri(server, bucket, moto_s3_endpoint)
@@ -76,8 +79,20 @@ def records(record_dir: Path) -> Records:
 
 
 @pytest.fixture
+def broker(request: pytest.FixtureRequest) -> str:
+    """Which transport the workers and the producer use: "sqs" unless a test parametrizes it
+    (`@pytest.mark.parametrize("broker", BROKERS, indirect=True)`)."""
+    return str(getattr(request, "param", "sqs"))
+
+
+@pytest.fixture
+def celery_broker(celery_okuri: CeleryOkuri, broker: str) -> CeleryOkuri:
+    return celery_okuri.with_broker(broker)
+
+
+@pytest.fixture
 def start_worker(
-    celery_okuri: CeleryOkuri, record_dir: Path, tmp_path: Path
+    celery_broker: CeleryOkuri, record_dir: Path, tmp_path: Path
 ) -> Iterator[StartWorker]:
     """Start real workers on given queues; every one is stopped by pid at teardown."""
     started: list[CeleryWorker] = []
@@ -87,7 +102,7 @@ def start_worker(
     ) -> CeleryWorker:
         name = name or f"w{len(started) + 1}"
         log_path = tmp_path / f"worker-{name}.log"
-        worker = spawn_worker(celery_okuri, queue, name, record_dir, log_path, heartbeat)
+        worker = spawn_worker(celery_broker, queue, name, record_dir, log_path, heartbeat)
         started.append(worker)
         if wait:
             worker.wait_ready()
@@ -100,9 +115,9 @@ def start_worker(
 
 
 @pytest.fixture
-def producer(celery_okuri: CeleryOkuri, queue_name: str) -> Iterator[Celery]:
+def producer(celery_broker: CeleryOkuri, queue_name: str) -> Iterator[Celery]:
     """The sending side: a Celery app with the workers' configuration and no tasks."""
     app = Celery("smoke-producer", set_as_current=False)
-    app.conf.update(celery_okuri.config(queue_name))
+    app.conf.update(celery_broker.config(queue_name))
     yield app
     app.close()

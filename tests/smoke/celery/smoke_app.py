@@ -1,7 +1,8 @@
 """The Celery app of the smoke tests (`celery -A smoke_app worker`), configured from SMOKE_*.
 
 `celery_config()` is the whole broker and result configuration of docs/celery.md with the short
-timings of the tests; the test process builds its producer app from the same function, so the
+timings of the tests, for kombu's SQS transport (`sqs://`) or okuri's own (`okuri://`,
+integrations/kombu); the test process builds its producer app from the same function, so the
 workers and the producer cannot drift apart.
 
 Every task execution leaves a JSON file in SMOKE_RECORD_DIR (written when it starts, rewritten
@@ -15,6 +16,7 @@ A worker touches SMOKE_READY_FILE, when set, once it consumes: the worker contai
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -23,9 +25,29 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
+from celery.exceptions import Reject
 from celery.signals import worker_ready
 
 VISIBILITY_S = 5  # the queues' visibility timeout: short, so a dead worker's tasks return fast
+
+
+def broker_transport_options(broker_url: str, visibility_s: int) -> dict[str, Any]:
+    """The transport options of docs/celery.md for `broker_url`'s transport."""
+    if broker_url.startswith(("okuri://", "okuris://")):
+        import okuri_kombu  # registers okuri:// with kombu
+
+        okuri_kombu.register()
+        return {
+            "lease_s": visibility_s,  # renewed while held; a dead worker's tasks return this fast
+            "wait_time_s": 1,  # long poll; 10 in production
+        }
+    return {
+        "region": "us-east-1",
+        "is_secure": False,
+        "visibility_timeout": visibility_s,
+        "wait_time_seconds": 1,  # long poll; 10 in production
+        "polling_interval": 0.2,  # after an empty poll; 1 in production
+    }
 
 
 def celery_config(
@@ -41,13 +63,7 @@ def celery_config(
 ) -> dict[str, Any]:
     return {
         "broker_url": broker_url,
-        "broker_transport_options": {
-            "region": "us-east-1",
-            "is_secure": False,
-            "visibility_timeout": visibility_s,
-            "wait_time_seconds": 1,  # long poll; 10 in production
-            "polling_interval": 0.2,  # after an empty poll; 1 in production
-        },
+        "broker_transport_options": broker_transport_options(broker_url, visibility_s),
         "broker_connection_retry_on_startup": True,
         "task_default_queue": queue,
         "result_backend": "s3",
@@ -76,6 +92,9 @@ def config_from_environ(env: dict[str, str]) -> dict[str, Any]:
         queue=env.get("SMOKE_QUEUE", "celery"),
     )
 
+
+# okuri.client's HTTP library logs every request at INFO: one line per lease and ack on okuri://.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 app = Celery("smoke")
 if "SMOKE_BROKER_URL" in os.environ:
@@ -168,3 +187,10 @@ def sleepy(self: Task, tag: str, seconds: float, seconds_on: dict[str, float] | 
 def always_fails(self: Task, tag: str) -> None:
     Execution(self, tag).finish()
     raise RuntimeError("this task always fails")
+
+
+@app.task(name="smoke.requeued", bind=True, acks_late=True)
+def requeued(self: Task, tag: str) -> None:
+    """Gives its message back every time (Reject with requeue: the broker delivers it again)."""
+    Execution(self, tag).finish()
+    raise Reject("given back", requeue=True)

@@ -1,21 +1,25 @@
-"""Celery with kombu's stock SQS transport on okuri: throughput, results, countdown/eta, retries.
+"""Celery on okuri, through kombu's stock SQS transport (`sqs://`) and through okuri's own
+(`okuri://`, integrations/kombu): throughput, results, countdown/eta, retries.
 
 Results go through Celery's S3 result backend into the same bucket okuri keeps its queues in.
 The scenarios live in scenarios.py, shared with the compose stack's worker container
-(tests/compose); here the workers are local processes.
+(tests/compose); here the workers are local processes, and each scenario runs on both brokers.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import scenarios
 from celery import Celery
-from celery_smoke import CeleryOkuri, Records, StartWorker
+from celery_smoke import BROKERS, CeleryOkuri, Records, StartWorker
 
 TASKS = 200
+on_both_brokers = pytest.mark.parametrize("broker", BROKERS, indirect=True)
 
 
+@on_both_brokers
 def test_two_hundred_tasks_complete_with_their_results_in_the_same_bucket(
     celery_okuri: CeleryOkuri,
     moto_s3_client: Any,
@@ -31,6 +35,7 @@ def test_two_hundred_tasks_complete_with_their_results_in_the_same_bucket(
     )
 
 
+@on_both_brokers
 def test_countdown_and_eta_tasks_run_no_earlier_than_asked(
     start_worker: StartWorker, producer: Celery, records: Records, queue_name: str
 ) -> None:
@@ -38,6 +43,7 @@ def test_countdown_and_eta_tasks_run_no_earlier_than_asked(
     scenarios.countdown_and_eta_tasks_run_no_earlier_than_asked(producer, records, queue_name)
 
 
+@on_both_brokers
 def test_retries_back_off_by_their_countdowns(
     start_worker: StartWorker, producer: Celery, records: Records, queue_name: str
 ) -> None:
