@@ -6,6 +6,7 @@ queue attributes from transport options, leases renewed while a message is held,
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,9 @@ from kombu import Consumer, Exchange, Producer, Queue
 from kombu_smoke import NS, Okuri, kombu_body, okuri_name
 
 from okuri.client import ForbiddenError
+from tests.readme import block
+
+README = Path(__file__).resolve().parents[3] / "integrations" / "kombu" / "README.md"
 
 LEASE_S = 2
 HELD_S = 3 * LEASE_S
@@ -172,3 +176,13 @@ def test_role_keys_publish_and_consume_queues_an_admin_made_but_cannot_make_them
     message.ack()
     with pytest.raises(ForbiddenError):
         connect("producer").SimpleQueue(f"{queue_name}-new").put("nowhere")
+
+
+def test_the_readmes_kombu_example_runs_as_written(
+    okuri: Okuri, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """integrations/kombu/README.md's example, verbatim but for the key and address."""
+    code = block("kombu-example", README)
+    assert 'Connection("okuri://KEY@localhost:8080")' in code
+    exec(code.replace("okuri://KEY@localhost:8080", okuri.url()), {})
+    assert capsys.readouterr().out == "{'to': 'ada@example.com'}\n"
