@@ -48,7 +48,7 @@ check: lint
 # Regenerate the gRPC surface's modules (okuri/native/pb/) after changing its .proto
 # (okuri/native/proto/); tests/unit/test_grpc_generated.py fails until they are regenerated.
 proto: $(STAMP)
-	$(BIN)/python -m okuri.native.pb.generate
+	$(BIN)/python -m okuri.api.v1.generate
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000

@@ -31,6 +31,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate
 from okuri.errors import OkuriError
@@ -38,7 +39,6 @@ from okuri.native import bearer, grpc_shapes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
 from okuri.native.messages import Messages
-from okuri.native.pb import queue_service_pb2 as pb
 from okuri.native.queues import Queues, queue_name
 
 log = logging.getLogger("okuri.native")

@@ -21,9 +21,9 @@ from typing import Any
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.native import codec
 from okuri.native.errors import bad_request
-from okuri.native.pb import queue_service_pb2 as pb
 from okuri.native.queues import ATTRIBUTES
 
 # google.protobuf.Timestamp's documented range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.

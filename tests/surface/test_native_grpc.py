@@ -26,8 +26,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.principals.keyfile import create_key
 from tests.servers import Launch, ServerProcess, start_server
 

@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.principals.keyfile import create_key
 from tests.servers import Response, ServerProcess, start_server
 

@@ -28,8 +28,8 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.server.peers import PATH as PEER_PATH
 from tests.servers import SQS_KEY, SQS_REGION, SQS_SECRET, Response, ServerProcess, http
 from tests.servers import start_server as start
