@@ -34,6 +34,7 @@ from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
+from okuri.server import logs
 from okuri.server.front import FrontSite
 from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app
@@ -456,6 +457,7 @@ def run(settings: Settings) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    logs.install()
     try:
         return _run(_serve_until_signalled(settings))
     except StartupError as err:

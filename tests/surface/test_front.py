@@ -74,8 +74,32 @@ def test_a_request_that_starts_like_the_preface_is_http(server: ServerProcess) -
     with connect(server) as sock:
         sock.sendall(b"PRI * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         answer = read_until_closed(sock)
-    # aiohttp's parser, not grpc, refuses it (and logs it, as any malformed request line).
+    # aiohttp's parser, not grpc, refuses it.
     assert answer.startswith(b"HTTP/1.0 400 Bad Request")
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"PRI * HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
+    ids=["unknown-method", "bad-content-length", "nul-in-path"],
+)
+def test_malformed_http_is_one_log_line_not_a_traceback(
+    server: ServerProcess, request_bytes: bytes
+) -> None:
+    refusals = server.log.count("refused a malformed HTTP request")
+    with connect(server) as sock:
+        sock.sendall(request_bytes)
+        answer = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request")
+    deadline = time.monotonic() + 5
+    while server.log.count("refused a malformed HTTP request") == refusals:
+        assert time.monotonic() < deadline, server.log[-2000:]
+        time.sleep(0.05)
+    assert "Traceback" not in server.log, server.log[-3000:]
 
 
 def test_garbage_after_the_preface_closes_that_connection_only(server: ServerProcess) -> None:

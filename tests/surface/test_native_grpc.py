@@ -29,6 +29,7 @@ from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.principals.keyfile import create_key
+from tests.grpc_calls import RPCS
 from tests.servers import Launch, ServerProcess, start_server
 
 ADMIN = "grpc-test-admin-key-0123456789"
@@ -377,21 +378,6 @@ def test_http_sqs_and_grpc_interleave_on_the_same_port(
 # --- keys, roles, namespaces -------------------------------------------------------------------
 
 # Every RPC with a request that would be valid for queue {q}.
-RPCS: list[tuple[str, str, Callable[[str], Any]]] = [
-    ("create_queue", "CreateQueue", lambda q: pb.CreateQueueRequest(name=q)),
-    ("get_queue", "GetQueue", lambda q: pb.GetQueueRequest(queue=q)),
-    ("update_queue", "UpdateQueue",
-     lambda q: pb.UpdateQueueRequest(queue=q, attributes=pb.QueueAttributes(delay_s=1))),
-    ("delete_queue", "DeleteQueue", lambda q: pb.DeleteQueueRequest(queue=q)),
-    ("purge_queue", "PurgeQueue", lambda q: pb.PurgeQueueRequest(queue=q)),
-    ("produce", "Produce",
-     lambda q: pb.ProduceRequest(queue=q, items=[pb.ProduceItem(payload=b"x")])),
-    ("lease", "Lease", lambda q: pb.LeaseRequest(queue=q, max_items=1)),
-    ("complete", "Complete", lambda q: pb.CompleteRequest(queue=q, handles=["h"])),
-    ("retry", "Retry", lambda q: pb.RetryRequest(queue=q, items=[pb.RetryItem(handle="h")])),
-    ("extend", "Extend", lambda q: pb.ExtendRequest(queue=q, handles=["h"], lease_s=5)),
-    ("redrive", "Redrive", lambda q: pb.RedriveRequest(queue=q, target=q)),
-]  # fmt: skip
 READS = {"get_queue"}
 
 
