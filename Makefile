@@ -45,10 +45,10 @@ check: lint
 	$(BIN)/python -m pytest tests/unit tests/store -q -p no:cacheprovider -m "not slow"
 	$(BIN)/okuri dst --seeds 100
 
-# Regenerate the gRPC surface's modules (okuri/native/pb/) after changing its .proto
-# (okuri/native/proto/); tests/unit/test_grpc_generated.py fails until they are regenerated.
+# Regenerate the native API's gRPC modules (okuri/api/v1/) after changing its .proto (beside
+# them); tests/unit/test_grpc_generated.py fails until they are regenerated.
 proto: $(STAMP)
-	$(BIN)/python -m okuri.api.v1.generate
+	$(BIN)/python -m okuri.api.generate
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000

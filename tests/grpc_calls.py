@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from okuri.native.pb import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2 as pb
 
 # (operation, RPC, request naming the queue)
 RPCS: list[tuple[str, str, Callable[[str], Any]]] = [

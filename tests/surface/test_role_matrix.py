@@ -19,7 +19,7 @@ import grpc
 import pytest
 from botocore.exceptions import ClientError
 
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.principals.keyfile import create_access_key, create_key
 from okuri.principals.roles import ROLES, Role, decide
 from okuri.sqs.access import checks
