@@ -14,7 +14,9 @@ The status table, and why:
   RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
   RESOURCE_EXHAUSTED, before it reaches this module.)
 - 429 RESOURCE_EXHAUSTED (retry later: the node is at one of its bounds on requests, request
-  bytes or long polls, `okuri.engine.Admission`), 503 UNAVAILABLE (retry), else INTERNAL.
+  bytes or long polls, `okuri.engine.Admission`), with HTTP's Retry-After as the trailer
+  `grpc-retry-pushback-ms` (gRPC's own name for it, which its retry policies honour);
+  503 UNAVAILABLE (retry), else INTERNAL.
 
 Request bytes that do not parse as the RPC's message are answered INVALID_ARGUMENT
 (`bad_protobuf`) by this module rather than left to grpc, which would log a traceback.
@@ -46,6 +48,7 @@ log = logging.getLogger("okuri.native")
 SERVICE = pb.DESCRIPTOR.services_by_name["QueueService"]
 SERVICE_NAME: str = SERVICE.full_name
 ERROR_CODE_KEY = "okuri-error-code"
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
 
 _STATUS = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
@@ -58,6 +61,15 @@ _STATUS = {
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
 }
+
+
+def trailers(err: NativeError) -> tuple[tuple[str, str], ...]:
+    """The error's code; for a refusal that passes, also gRPC's standard server pushback (what
+    HTTP's Retry-After says, in milliseconds)."""
+    code = ((ERROR_CODE_KEY, err.code),)
+    if err.retry_after_s is None:
+        return code
+    return (*code, (PUSHBACK_KEY, str(err.retry_after_s * 1000)))
 
 
 def status_of(err: NativeError) -> grpc.StatusCode:
@@ -146,9 +158,7 @@ class QueueService:
                     return await rpc(access, request)
             except Exception as exc:
                 err = _native(exc)
-            await context.abort(
-                status_of(err), err.message, trailing_metadata=((ERROR_CODE_KEY, err.code),)
-            )
+            await context.abort(status_of(err), err.message, trailing_metadata=trailers(err))
 
         return behaviour
 
