@@ -93,11 +93,18 @@ class Client:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
-        with the same attributes answers the same queue; with others, ConflictError."""
+        with the same attributes answers the same queue; with others, ConflictError. A name
+        ending in .fifo makes a FIFO queue (`content_based_dedup` is for those only)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return self._run(ops.create_queue(name, attrs))
 
@@ -114,10 +121,16 @@ class Client:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return self._run(ops.update_queue(name, attrs))
 

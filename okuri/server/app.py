@@ -294,7 +294,12 @@ class Server:
         self.health.serving(
             self.store,
             self.engine.stats,
-            [self.sqs.metric_lines, self._depth_lines, lambda: admission_lines(self.admission)],
+            [
+                self.sqs.metric_lines,
+                self.native.stats.metric_lines,
+                self._depth_lines,
+                lambda: admission_lines(self.admission),
+            ],
         )
         log.info(
             "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms; peers reach "

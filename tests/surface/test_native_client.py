@@ -167,6 +167,29 @@ def test_text_binary_headers_and_dedup_round_trip_through_produce_and_lease(okur
     assert okuri.complete(name, text) == ["gone"]
 
 
+def test_a_fifo_queue_takes_groups_and_leases_them_in_order(okuri: Any) -> None:
+    name = fresh() + ".fifo"
+    queue = okuri.create_queue(name, content_based_dedup=True)
+    assert queue.fifo is True and queue.attributes.content_based_dedup is True
+    ids = okuri.produce(
+        name,
+        [
+            Item("a1", group="a", dedup_id="a1"),
+            Item("b1", group="b"),  # deduplicated by its content
+            Item("a2", group="a", dedup_id="a2"),
+            Item("b1", group="b"),  # the same content: a duplicate
+        ],
+    )
+    assert ids[3] == ids[1] and len(set(ids)) == 3
+    leased = lease_all(okuri, name, 3)
+    assert [(i.text, i.group) for i in leased] == [("a1", "a"), ("b1", "b"), ("a2", "a")]
+    numbers = [int(i.sequence_number or 0) for i in leased]
+    assert numbers == sorted(numbers) and 0 not in numbers
+    assert okuri.complete(name, leased) == ["completed"] * 3
+    standard = okuri.create_queue(fresh())
+    assert standard.attributes.content_based_dedup is None  # a FIFO queue's attribute only
+
+
 def test_an_item_scheduled_ahead_waits_as_delayed(okuri: Any) -> None:
     name = fresh()
     okuri.create_queue(name)
