@@ -9,7 +9,9 @@ What protobuf cannot say the JSON way is mapped here, once:
 - times are `google.protobuf.Timestamp`, the documents' RFC 3339 text;
 - an unset `optional` field is an absent JSON field; JSON's null (reset an attribute) is
   `UpdateQueueRequest.reset_attributes`;
-- a refused item's id (JSON null) is "".
+- a refused item's id and sequence number (JSON null) are "";
+- a FIFO produce's answer has `sequence_numbers` (one per item, so never empty) and
+  `duplicates`; a standard queue's has neither.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def attributes_doc(attrs: pb.QueueAttributes) -> dict[str, Any]:
 
 
 def create_doc(req: pb.CreateQueueRequest) -> codec.Obj:
-    doc: codec.Obj = {"name": req.name}
+    doc: codec.Obj = {"name": req.name, **_present(req, ("fifo",))}
     if req.HasField("attributes"):
         doc["attributes"] = attributes_doc(req.attributes)
     return doc
@@ -106,6 +108,8 @@ def produce_doc(req: pb.ProduceRequest) -> codec.Obj:
         doc: codec.Obj = payload_doc(item.payload)
         if item.headers:
             doc["headers"] = dict(item.headers)
+        if item.HasField("group"):
+            doc["group"] = item.group
         if item.HasField("dedup_id"):
             doc["dedup_id"] = item.dedup_id
         if item.HasField("enqueue_at"):
@@ -160,6 +164,8 @@ def produced(doc: dict[str, Any]) -> pb.ProduceResponse:
     return pb.ProduceResponse(
         ids=[i or "" for i in doc["ids"]],
         errors=[pb.ProduceError(**e) for e in doc.get("errors", ())],
+        sequence_numbers=[n or "" for n in doc.get("sequence_numbers", ())],
+        duplicates=doc.get("duplicates", ()),
     )
 
 
@@ -174,6 +180,8 @@ def leased(doc: dict[str, Any]) -> pb.LeaseResponse:
                 enqueued_at=timestamp(item["enqueued_at"]),
                 payload=payload(item),
                 headers=item.get("headers", {}),
+                group=item.get("group"),
+                sequence_number=item.get("sequence_number"),
             )
             for item in doc["items"]
         ]
