@@ -14,7 +14,11 @@ docs/native-api.md's gRPC section):
   back as `body` when it is UTF-8, else `body_base64`, as the HTTP answer carries it;
 - an update's null (reset an attribute) is `reset_attributes`;
 - times are `google.protobuf.Timestamp`, the documents' RFC 3339 text to the millisecond;
-- an unset `optional` field in an answer is JSON's null; a refused item's id "" is null.
+- an unset `optional` field in an answer is JSON's null where the HTTP answer always has the
+  field, else absent (a FIFO queue's `content_based_dedup`, a leased item's `group` and
+  `sequence_number`); a refused item's id or sequence number "" is null;
+- a produce's `sequence_numbers` and `duplicates` are there for a FIFO queue only, which
+  answers a sequence number for every item (so a standard queue's answer has none).
 
 A document that protobuf cannot carry (a number past int32, a time past year 9999) is refused
 here as a `BadRequestError`, before anything is sent.
@@ -55,6 +59,7 @@ RPCS: Mapping[Operation, str] = {
 }
 NAMED_IN_DOC: frozenset[Operation] = frozenset({"create_queue", "list_queues"})
 ATTRIBUTES = tuple(f.name for f in pb.QueueAttributes.DESCRIPTOR.fields)
+FIFO_ATTRIBUTES = frozenset({"content_based_dedup"})  # absent from a standard queue's answer
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -157,7 +162,11 @@ def _queue(m: pb.Queue) -> Doc:
     return {
         "name": m.name,
         "fifo": m.fifo,
-        "attributes": {name: _optional(m.attributes, name) for name in ATTRIBUTES},
+        "attributes": {
+            name: _optional(m.attributes, name)
+            for name in ATTRIBUTES
+            if name not in FIFO_ATTRIBUTES or m.attributes.HasField(name)
+        },
         "stats": {"visible": m.stats.visible, "leased": m.stats.leased, "delayed": m.stats.delayed},
         "created_at": rfc3339(m.created_at),
     }
@@ -169,6 +178,9 @@ def _queues(m: pb.ListQueuesResponse) -> Doc:
 
 def _produced(m: pb.ProduceResponse) -> Doc:
     doc: Doc = {"ids": [i or None for i in m.ids]}
+    if m.sequence_numbers:
+        doc["sequence_numbers"] = [n or None for n in m.sequence_numbers]
+        doc["duplicates"] = list(m.duplicates)
     if m.errors:
         doc["errors"] = [{"index": e.index, "code": e.code, "message": e.message} for e in m.errors]
     return doc
@@ -188,6 +200,9 @@ def _leased_item(m: pb.LeasedItem) -> Doc:
         doc["body_base64"] = base64.b64encode(m.payload).decode("ascii")
     if m.headers:
         doc["headers"] = dict(m.headers)
+    for name in ("group", "sequence_number"):
+        if m.HasField(name):
+            doc[name] = getattr(m, name)
     return doc
 
 

@@ -83,10 +83,12 @@ QUEUE_DOC: Doc = {
 REQUESTS: list[ops.Call[Any]] = [
     ops.create_queue("emails", ops.attributes(60, None, "emails-dlq", UNSET, UNSET)),
     ops.create_queue("plain", {}),
+    ops.create_queue("orders.fifo", ops.attributes(UNSET, UNSET, UNSET, UNSET, 0, True)),
     ops.get_queue("emails"),
     ops.update_queue("emails", ops.attributes(90, None, None, UNSET, 0)),
     ops.update_queue("emails", ops.attributes(UNSET, 3, UNSET, UNSET, UNSET)),
     ops.update_queue("emails", {}),
+    ops.update_queue("orders.fifo", ops.attributes(UNSET, UNSET, UNSET, UNSET, UNSET, False)),
     ops.list_queues("em", 2, "a"),
     ops.list_queues(),
     ops.delete_queue("emails"),
@@ -100,6 +102,10 @@ REQUESTS: list[ops.Call[Any]] = [
             Item(b"utf-8 bytes"),
             "",
         ],
+    ),
+    ops.produce(
+        "orders.fifo",
+        [Item("paid", group="order-7", dedup_id="order-7-paid"), Item(b"\x00", group="o-8")],
     ),
     ops.lease("emails", 10, 30, 5),
     ops.lease("emails"),
@@ -177,7 +183,7 @@ def test_every_request_is_the_message_the_server_reads_as_the_http_document(
 
 def test_only_spelling_differs_between_the_wires() -> None:
     """What `meaning` forgives is spelling: the same instant, the same bytes, the default."""
-    [produce] = [c for c in REQUESTS if c.request.operation == "produce"]
+    produce = next(c for c in REQUESTS if c.request.operation == "produce")
     _, doc = read_by_server("produce", wire.to_message(produce.request))
     assert doc["items"][0] == {"body_base64": base64.b64encode(bytes(range(256))).decode()}
     assert doc["items"][2]["enqueue_at"] == "2026-12-01T10:00:00.000Z"  # 19:00 in Tokyo
@@ -216,6 +222,12 @@ def results(cls: Callable[..., Message]) -> Callable[[Doc], Message]:
     return lambda doc: cls(results=doc["results"])
 
 
+FIFO_QUEUE_DOC = {
+    **QUEUE_DOC,
+    "name": "orders.fifo",
+    "fifo": True,
+    "attributes": {**QUEUE_DOC["attributes"], "content_based_dedup": True},
+}
 NO_LIMITS = {
     **QUEUE_DOC,
     "attributes": {**QUEUE_DOC["attributes"], "max_attempts": None, "dead_letter_queue": None},
@@ -223,6 +235,7 @@ NO_LIMITS = {
 ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
     ("queue", QUEUE_DOC, served.queue),
     ("queue without limits", NO_LIMITS, served.queue),
+    ("fifo queue", FIFO_QUEUE_DOC, served.queue),
     ("a page", {"queues": ["a", "b"], "next": "b"}, served.queues),
     ("the last page", {"queues": [], "next": None}, served.queues),
     ("deleted", {}, lambda doc: pb.DeleteQueueResponse()),
@@ -242,6 +255,26 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
                 leased(id="id-3", handle="h-3", body=""),
             ]
         },
+        served.leased,
+    ),
+    (
+        "fifo produced",
+        {
+            "ids": ["id-0", "id-1", "id-0"],
+            "sequence_numbers": ["10000000000000065536", "10000000000000065537",
+                                 "10000000000000065536"],
+            "duplicates": [2],
+        },
+        served.produced,
+    ),
+    (
+        "fifo produced without duplicates",
+        {"ids": ["id-0"], "sequence_numbers": ["10000000000000065536"], "duplicates": []},
+        served.produced,
+    ),
+    (
+        "fifo leased",
+        {"items": [leased(body="paid", group="order-7", sequence_number="10000000000000065536")]},
         served.leased,
     ),
     ("leased none", {"items": []}, served.leased),
