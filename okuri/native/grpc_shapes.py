@@ -69,7 +69,7 @@ def attributes_doc(attrs: pb.QueueAttributes) -> dict[str, Any]:
 
 
 def create_doc(req: pb.CreateQueueRequest) -> codec.Obj:
-    doc: codec.Obj = {"name": req.name}
+    doc: codec.Obj = {"name": req.name, **_present(req, ("fifo",))}
     if req.HasField("attributes"):
         doc["attributes"] = attributes_doc(req.attributes)
     return doc
@@ -106,8 +106,7 @@ def produce_doc(req: pb.ProduceRequest) -> codec.Obj:
         doc: codec.Obj = payload_doc(item.payload)
         if item.headers:
             doc["headers"] = dict(item.headers)
-        if item.HasField("dedup_id"):
-            doc["dedup_id"] = item.dedup_id
+        doc.update(_present(item, ("dedup_id", "group")))
         if item.HasField("enqueue_at"):
             doc["enqueue_at"] = when(item.enqueue_at, "enqueue_at")
         items.append(doc)
@@ -160,6 +159,8 @@ def produced(doc: dict[str, Any]) -> pb.ProduceResponse:
     return pb.ProduceResponse(
         ids=[i or "" for i in doc["ids"]],
         errors=[pb.ProduceError(**e) for e in doc.get("errors", ())],
+        sequence_numbers=doc.get("sequence_numbers", ()),
+        duplicates=doc.get("duplicates", ()),
     )
 
 
@@ -174,6 +175,8 @@ def leased(doc: dict[str, Any]) -> pb.LeaseResponse:
                 enqueued_at=timestamp(item["enqueued_at"]),
                 payload=payload(item),
                 headers=item.get("headers", {}),
+                group=item.get("group"),
+                sequence_number=item.get("sequence_number"),
             )
             for item in doc["items"]
         ]
