@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients \
-	laravel compose-test containers proto
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster record \
+	clients laravel compose-test containers proto
 
 RUNTIME := $(VENV)/.runtime
 
@@ -55,6 +55,10 @@ dst: $(STAMP)
 
 bench-sqs: $(STAMP)
 	$(BIN)/okuri bench sqs
+
+# The native API (batches of 100) beside the SQS surface (batches of 10) of one server, one run.
+bench-native: $(STAMP)
+	$(BIN)/okuri bench native
 
 bench-cluster: $(STAMP)
 	$(BIN)/okuri bench cluster

@@ -61,11 +61,17 @@ class QueueStats:
     visible: int
     leased: int
     delayed: int
+    dead_lettered: int = 0  # waiting in the queue's dead-letter queue
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueStats:
         d = _obj(doc, "stats")
-        return cls(_get(d, "visible", int), _get(d, "leased", int), _get(d, "delayed", int))
+        return cls(
+            _get(d, "visible", int),
+            _get(d, "leased", int),
+            _get(d, "delayed", int),
+            _opt(d, "dead_lettered", int) or 0,  # absent from older servers' answers
+        )
 
 
 @dataclass(frozen=True, slots=True)

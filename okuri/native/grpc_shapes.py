@@ -108,10 +108,7 @@ def produce_doc(req: pb.ProduceRequest) -> codec.Obj:
         doc: codec.Obj = payload_doc(item.payload)
         if item.headers:
             doc["headers"] = dict(item.headers)
-        if item.HasField("group"):
-            doc["group"] = item.group
-        if item.HasField("dedup_id"):
-            doc["dedup_id"] = item.dedup_id
+        doc.update(_present(item, ("dedup_id", "group")))
         if item.HasField("enqueue_at"):
             doc["enqueue_at"] = when(item.enqueue_at, "enqueue_at")
         items.append(doc)

@@ -147,6 +147,11 @@ SCHEMAS: dict[str, Schema] = {
                     "visible": {"type": "integer", "minimum": 0},
                     "leased": {"type": "integer", "minimum": 0},
                     "delayed": {"type": "integer", "minimum": 0},
+                    "dead_lettered": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Items waiting in the queue's dead-letter queue.",
+                    },
                 }
             ),
             "created_at": _time("When the queue was created."),

@@ -21,6 +21,7 @@ from okuri.engine import (
     fifo_setting,
     is_fifo_name,
 )
+from okuri.errors import InvalidArgument, QueueDoesNotExist
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request
@@ -120,9 +121,21 @@ class Queues:
                 "visible": counts.visible,
                 "leased": counts.in_flight,
                 "delayed": counts.delayed,
+                "dead_lettered": await self._dead_lettered(name, st),
             },
             "created_at": codec.rfc3339(st.created_ms),
         }
+
+    async def _dead_lettered(self, name: str, st: QueueState) -> int:
+        """Items waiting in the queue's dead-letter queue (where `dead: true` and items past
+        `max_attempts` go: its `dead_letter_queue`, else `{name}-dlq`), from any source that
+        shares it; 0 while that queue does not exist."""
+        target = st.attrs.dead_letter_queue or f"{name}-dlq"
+        try:
+            c = await self.engine.counts(target)
+        except (QueueDoesNotExist, InvalidArgument):
+            return 0
+        return c.visible + c.in_flight + c.delayed
 
     async def create(self, access: Access, doc: codec.Obj) -> dict[str, Any]:
         codec.fields(doc, ("name", "fifo", "attributes"))

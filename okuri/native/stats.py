@@ -3,8 +3,8 @@
 An operation is a route's name (okuri/native/routes.py: `produce`, `lease`, ...; `unknown` for
 a path or method nothing is routed to), an outcome `ok` or the error's code (`forbidden`,
 `bad_json`, `overloaded`, ...), so every label takes a bounded set of values. One object may
-serve several transports of the same operations (HTTP now), each counted under its own
-`transport` label in one metric family, `okuri_native_requests_total`, beside the SQS
+serve several transports of the same operations, each counted under its own `transport`
+label (`http`, `grpc`) in one metric family, `okuri_native_requests_total`, beside the SQS
 surface's `okuri_sqs_requests_total`.
 """
 

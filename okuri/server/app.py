@@ -282,7 +282,11 @@ class Server:
             self.engine, self.clock, native_keys, self.admission.gate("native")
         )
         service = QueueService(
-            self.engine, self.clock, native_keys, self.admission.gate("grpc")
+            self.engine,
+            self.clock,
+            native_keys,
+            self.admission.gate("grpc"),
+            self.native.stats,  # one metric family, by transport
         )
         try:
             await self.grpc.start({GRPC_SERVICE: service.handler()})

@@ -197,7 +197,9 @@ def test_items_are_leased_in_group_order_one_lease_of_a_group_at_a_time(
     assert [i["body"] for i in waited[0]] == ["a2", "a3"]
     assert [i["group"] for i in waited[0]] == ["a", "a"]
     complete(api, q, *rest, *waited[0])
-    assert ok(api.get(f"/v1/queues/{q}"))["stats"] == {"visible": 0, "leased": 0, "delayed": 0}
+    assert ok(api.get(f"/v1/queues/{q}"))["stats"] == {
+        "visible": 0, "leased": 0, "delayed": 0, "dead_lettered": 0
+    }
 
 
 def test_a_retried_item_comes_back_before_the_rest_of_its_group(api: httpx.Client) -> None:

@@ -239,12 +239,14 @@ def test_retry_now_later_and_dead_then_redrive(server: ServerProcess) -> None:
     again = ok(call(server, "POST", f"/v1/queues/{name}/lease", lease))["items"]
     assert [(i["body"], i["attempts"]) for i in again] == [("now", 2)]
     stats = ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]
-    assert stats == {"visible": 0, "leased": 2, "delayed": 0}  # "later" is hidden for an hour
+    # "later" is hidden for an hour; "dead" waits in the dead-letter queue.
+    assert stats == {"visible": 0, "leased": 2, "delayed": 0, "dead_lettered": 1}
     in_dlq = ok(call(server, "GET", f"/v1/queues/{dlq}"))["stats"]
     assert in_dlq["visible"] == 1
 
     moved = ok(call(server, "POST", f"/v1/queues/{dlq}/redrive", {"target": name}))
     assert moved == {"moved": 1}
+    assert ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]["dead_lettered"] == 0
     back = ok(call(server, "POST", f"/v1/queues/{name}/lease", lease))["items"]
     assert [i["body"] for i in back] == ["dead"]
 

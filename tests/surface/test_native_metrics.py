@@ -8,8 +8,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.native.routes import ROUTES
 from okuri.principals.keyfile import create_key
 from tests.servers import ServerProcess, start_server
@@ -39,12 +42,13 @@ def server(
     proc.terminate()
 
 
-def native_counts(server: ServerProcess) -> dict[tuple[str, str], int]:
-    """(operation, outcome) -> count of the HTTP transport, from /metrics."""
+def native_counts(server: ServerProcess, transport: str = "http") -> dict[tuple[str, str], int]:
+    """(operation, outcome) -> count of one transport, from /metrics."""
     text = server.get("/metrics").text
     assert f"# TYPE {FAMILY} counter" in text
     found = re.findall(
-        rf'^{FAMILY}{{transport="http",operation="([a-z_]+)",outcome="([a-z_]+)"}} (\d+)$',
+        rf'^{FAMILY}{{transport="{transport}",operation="([a-z_]+)",outcome="([a-z_]+)"}} '
+        r"(\d+)$",
         text,
         re.MULTILINE,
     )
@@ -107,3 +111,25 @@ def test_the_sqs_counts_keep_their_family_beside_the_native_ones(server: ServerP
         r'^okuri_sqs_requests_total{action="ListQueues",outcome="ok"} [1-9]', text, re.M
     )
     assert text.count(f"# TYPE {FAMILY} counter") == 1
+
+
+def test_grpc_calls_are_counted_in_the_same_family_as_transport_grpc(
+    server: ServerProcess, readonly: tuple[Path, str]
+) -> None:
+    before = native_counts(server, "grpc")
+    with grpc.insecure_channel(server.url.removeprefix("http://")) as channel:
+        stub = pb_grpc.QueueServiceStub(channel)
+        admin = (("authorization", f"Bearer {ADMIN}"),)
+        stub.CreateQueue(pb.CreateQueueRequest(name="grpc-counted"), metadata=admin)
+        stub.Produce(
+            pb.ProduceRequest(queue="grpc-counted", items=[pb.ProduceItem(payload=b"x")]),
+            metadata=admin,
+        )
+        with pytest.raises(grpc.RpcError):
+            stub.PurgeQueue(
+                pb.PurgeQueueRequest(queue="grpc-counted"),
+                metadata=(("authorization", f"Bearer {readonly[1]}"),),
+            )
+    after = native_counts(server, "grpc")
+    for cell in (("create_queue", "ok"), ("produce", "ok"), ("purge_queue", "forbidden")):
+        assert after.get(cell, 0) == before.get(cell, 0) + 1, (cell, after)

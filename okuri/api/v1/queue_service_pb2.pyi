@@ -26,14 +26,16 @@ class QueueAttributes(_message.Message):
     def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ...) -> None: ...
 
 class QueueStats(_message.Message):
-    __slots__ = ("visible", "leased", "delayed")
+    __slots__ = ("visible", "leased", "delayed", "dead_lettered")
     VISIBLE_FIELD_NUMBER: _ClassVar[int]
     LEASED_FIELD_NUMBER: _ClassVar[int]
     DELAYED_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
     visible: int
     leased: int
     delayed: int
-    def __init__(self, visible: _Optional[int] = ..., leased: _Optional[int] = ..., delayed: _Optional[int] = ...) -> None: ...
+    dead_lettered: int
+    def __init__(self, visible: _Optional[int] = ..., leased: _Optional[int] = ..., delayed: _Optional[int] = ..., dead_lettered: _Optional[int] = ...) -> None: ...
 
 class Queue(_message.Message):
     __slots__ = ("name", "fifo", "attributes", "stats", "created_at")
