@@ -111,7 +111,7 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(server: ServerProce
 
     ok(call(server, "POST", f"/v1/queues/{name}/messages", {"items": [{"body": "a"}] * 3}))
     got = ok(call(server, "GET", f"/v1/queues/{name}"))
-    assert got["stats"] == {"visible": 3, "leased": 0, "delayed": 0}
+    assert got["stats"] == {"visible": 3, "leased": 0, "delayed": 0, "dead_lettered": 0}
     ok(call(server, "POST", f"/v1/queues/{name}/lease", {"max_items": 1, "lease_s": 60}))
     stats = ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]
     # The node may lease a few ahead for its next lease (held half a second), as over SQS.
@@ -125,7 +125,7 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(server: ServerProce
 
     ok(call(server, "POST", f"/v1/queues/{name}/purge"))
     got = ok(call(server, "GET", f"/v1/queues/{name}"))
-    assert got["stats"] == {"visible": 0, "leased": 0, "delayed": 0}
+    assert got["stats"] == {"visible": 0, "leased": 0, "delayed": 0, "dead_lettered": 0}
 
     ok(call(server, "DELETE", f"/v1/queues/{name}"))
     assert error_code(call(server, "GET", f"/v1/queues/{name}"), 404) == "queue_not_found"
