@@ -123,3 +123,37 @@ def test_the_python_grpc_example_runs_as_written(tmp_path: Path) -> None:
     assert leased.startswith("b'\\x89PNG...' {'size': '128'} 1 ")
     assert completed == "['completed']"
     assert refused.startswith("StatusCode.NOT_FOUND ") and refused.endswith(" queue_not_found")
+
+
+def test_the_grpcurl_lines_run_as_written(tmp_path: Path) -> None:
+    """With the real grpcurl (the dev tools install it beside the interpreter), which knows
+    the service only by reflection."""
+    bin_dir = str(Path(sys.executable).parent)
+    if shutil.which("grpcurl", path=bin_dir + os.pathsep + os.environ.get("PATH", "")) is None:
+        pytest.fail("grpcurl is needed: `make test` installs it with the dev tools")
+    server = start_server(
+        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
+    )
+    try:
+        script = block("native-grpcurl", DOC)
+        assert "localhost:8080" in script and DOC_KEY in script
+        script = script.replace("localhost:8080", server.url.removeprefix("http://"))
+        env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+        proc = run_shell(script, tmp_path, timeout_s=60, env=env)
+    finally:
+        server.terminate()
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    services, rest = proc.stdout.split("{", 1)
+    assert services.split() == [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "okuri.api.v1.QueueService",
+    ]
+    health, queue, produced, leased = (
+        json.loads(part) for part in ("{" + rest).replace("}\n{", "}\n\x00{").split("\x00")
+    )
+    assert health == {"status": "SERVING"}
+    assert queue["name"] == "postcards"
+    (item,) = leased["items"]
+    assert item["id"] == produced["ids"][0]
+    assert (item["payload"], item["headers"]) == ("aGVsbG8=", {"to": "ada"})
