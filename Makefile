@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs bench-cluster record clients \
-	laravel compose-test containers proto
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster record \
+	clients laravel compose-test containers proto
 
 RUNTIME := $(VENV)/.runtime
 
@@ -45,16 +45,20 @@ check: lint
 	$(BIN)/python -m pytest tests/unit tests/store -q -p no:cacheprovider -m "not slow"
 	$(BIN)/okuri dst --seeds 100
 
-# Regenerate the gRPC surface's modules (okuri/native/pb/) after changing its .proto
-# (okuri/native/proto/); tests/unit/test_grpc_generated.py fails until they are regenerated.
+# Regenerate the native API's gRPC modules (okuri/api/v1/) after changing its .proto (beside
+# them); tests/unit/test_grpc_generated.py fails until they are regenerated.
 proto: $(STAMP)
-	$(BIN)/python -m okuri.native.pb.generate
+	$(BIN)/python -m okuri.api.generate
 
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000
 
 bench-sqs: $(STAMP)
 	$(BIN)/okuri bench sqs
+
+# The native API (batches of 100) beside the SQS surface (batches of 10) of one server, one run.
+bench-native: $(STAMP)
+	$(BIN)/okuri bench native
 
 bench-cluster: $(STAMP)
 	$(BIN)/okuri bench cluster

@@ -1,5 +1,7 @@
 """okuri.client's two clients behind one blocking face, so each client test is written once and
-runs against `Client` and `AsyncClient` alike (`open_client("sync" | "async", ...)`).
+runs against `Client` and `AsyncClient` alike (`open_client("sync" | "async", ...)`), and over
+either wire: a kind ending in "+grpc" speaks gRPC to the same server (its http:// URL becomes
+grpc://). `KINDS` are the two clients over HTTP, `CLIENTS` the four of them.
 
 The async client runs on an event loop of its own, one coroutine per call; its waits between
 tries go to `slept` (as the sync client's do) instead of sleeping, when a test asks.
@@ -16,6 +18,12 @@ import httpx
 from okuri.client import AsyncClient, Client
 
 KINDS = ("sync", "async")
+CLIENTS = (*KINDS, "sync+grpc", "async+grpc")
+
+
+def over(wire: str, url: str) -> str:
+    """The server's http:// URL as `wire` ("http" or "grpc") reaches it."""
+    return url if wire == "http" else "grpc://" + url.removeprefix("http://")
 
 
 class Blocking:
@@ -60,8 +68,11 @@ def open_client(
     slept: list[float] | None = None,
     **options: Any,
 ) -> Any:
-    """A `Client` (kind "sync") or a blocking face of an `AsyncClient` ("async") of `url`;
-    `mock` answers instead of a server; `slept` records the waits between tries (none taken)."""
+    """A `Client` (kind "sync") or a blocking face of an `AsyncClient` ("async") of `url`, over
+    HTTP or, for "sync+grpc" and "async+grpc", gRPC; `mock` answers instead of a server;
+    `slept` records the waits between tries (none taken)."""
+    kind, _, wire = kind.partition("+")
+    url = over(wire or "http", url)
     if kind == "sync":
         if mock is not None:
             options["http"] = httpx.Client(transport=mock)

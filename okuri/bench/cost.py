@@ -5,6 +5,12 @@ ten simulated minutes take seconds and every run prints the same numbers. Each n
 own requests: node 1 only produces, node 2 only consumes, which splits the bill cleanly into
 "per message produced" and "per message consumed".
 
+Two request shapes, one per surface. The SQS rows send each message with its own SendMessage
+and consume with ReceiveMessage and DeleteMessageBatch of 10; the native rows ("native ...")
+produce 100 items per request and lease and complete 100 at a time (one engine receive, one
+engine ack), as the native HTTP API allows. Each native row is printed beside the SQS row of
+the same linger and rate, when there is one, with the ratio and the requests by class.
+
 Latency model (S3 Standard-like): every request takes a lognormal time, median 15 ms for reads
 and 30 ms for writes, sigma 0.5 (p99 about 3.2x the median). The model, the prices and the
 arithmetic from request counts to dollars are shared with okuri/bench/scaleout.py, which prices
@@ -70,25 +76,54 @@ IDLE_HOURS = 1.0
 LATENCY = LatencyModel(read_ms_median=15.0, write_ms_median=30.0)
 
 
+SQS_BATCH = 10  # ReceiveMessage and DeleteMessageBatch take at most 10 messages
+NATIVE_BATCH = 100  # a native produce, lease or complete takes up to 100 items
+
+
 @dataclass(frozen=True)
 class Scenario:
     linger_ms: int
     rate_per_s: int
     duration_s: float
     fifo_groups: int = 0  # 0: a standard queue; N: a FIFO queue, messages over N groups
+    # The surface's request shape. SQS: each message its own SendMessage, consumers receive
+    # and delete 10 at a time. Native: producers send 100 items per request, consumers lease
+    # 100 (one engine receive) and complete them in one request.
+    native: bool = False
 
     @property
     def queue(self) -> str:
         return QUEUE + ".fifo" if self.fifo_groups else QUEUE
 
+    @property
+    def produce_batch(self) -> int:
+        """Messages per produce request."""
+        return NATIVE_BATCH if self.native else 1
+
+    @property
+    def lease_batch(self) -> int:
+        """Messages per receive (lease) and per delete (complete) request, at most."""
+        return NATIVE_BATCH if self.native else SQS_BATCH
+
     def label(self) -> str:
-        """The row's name in the table: `linger 100ms @1000/s FIFO/100`."""
-        label = f"linger {self.linger_ms}ms"
+        """The row's name in the table: `linger 100ms @1000/s FIFO/100`, `native 100ms @1000/s`."""
+        label = f"native {self.linger_ms}ms" if self.native else f"linger {self.linger_ms}ms"
         if self.rate_per_s != 100:
             label += f" @{self.rate_per_s}/s"
         if self.fifo_groups:
             label += f" FIFO/{self.fifo_groups}"
         return label
+
+    @classmethod
+    def of_row(cls, row: dict[str, Any]) -> Scenario:
+        """The scenario a row of `measure()` was run with (its duration aside)."""
+        return cls(
+            row["linger_ms"],
+            row["rate_per_s"],
+            0.0,
+            row.get("fifo_groups", 0),
+            row.get("surface") == "native",
+        )
 
     def request(self, i: int) -> SendRequest:
         body = b"m%d" % i
@@ -103,6 +138,17 @@ SCENARIOS = (
     Scenario(500, 100, 600.0),
     Scenario(100, 1000, 600.0),
     Scenario(100, 100, 600.0, fifo_groups=100),
+    Scenario(20, 1000, 600.0, native=True),
+    Scenario(100, 1000, 600.0, native=True),
+    Scenario(500, 1000, 600.0, native=True),
+)
+# Request classes as the comparison of surfaces prices them: segments are create-only PUTs,
+# commits the manifest's compare-and-swaps, both at the PUT-class rate like LISTs.
+CLASS_PRICES = (
+    ("segment PUT", "plain", PUT_CLASS_USD_PER_MILLION),
+    ("CAS commit", "cas", PUT_CLASS_USD_PER_MILLION),
+    ("GET", "get", GET_CLASS_USD_PER_MILLION),
+    ("LIST", "list", PUT_CLASS_USD_PER_MILLION),
 )
 
 
@@ -175,25 +221,31 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     stop = loop.time() + scenario.duration_s
     inflight: set[asyncio.Task[Any]] = set()
 
-    async def send(i: int) -> None:
-        request = scenario.request(i)
-        sent_at[request.body] = loop.time()
-        await node1.send_one(queue, request)
+    produced = 0
+
+    async def send(first: int) -> None:
+        requests = [scenario.request(i) for i in range(first, first + scenario.produce_batch)]
+        for request in requests:
+            sent_at[request.body] = loop.time()
+        results = await node1.send(queue, requests)
+        failed = next((r for r in results if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise failed
 
     async def produce() -> None:
-        interval = 1.0 / scenario.rate_per_s
-        i = 0
+        nonlocal produced
+        interval = scenario.produce_batch / scenario.rate_per_s
         while loop.time() < stop:
-            task = asyncio.ensure_future(send(i))
+            task = asyncio.ensure_future(send(produced))
             inflight.add(task)
             task.add_done_callback(inflight.discard)
-            i += 1
+            produced += scenario.produce_batch
             await asyncio.sleep(interval)
 
     async def consume() -> None:
         nonlocal consumed
         while loop.time() < stop:
-            got = await node2.receive(queue, 10, None, 20)
+            got = await node2.receive(queue, scenario.lease_batch, None, 20)
             now = loop.time()
             for d in got:
                 start = sent_at.pop(d.message.body, None)
@@ -203,14 +255,12 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
                 await node2.ack(queue, [d.receipt_handle for d in got])
                 consumed += len(got)
 
-    produced_before = len(sent_at)
     tasks = [asyncio.ensure_future(produce())] + [
         asyncio.ensure_future(consume()) for _ in range(2)
     ]
     await asyncio.gather(*tasks)
     if inflight:
         await asyncio.gather(*inflight, return_exceptions=True)
-    produced = int(scenario.rate_per_s * scenario.duration_s) + produced_before
     prod = per_message(producer_store.counts.snapshot(), produced)
     cons = per_message(consumer_store.counts.snapshot(), consumed)
     await node1.close()
@@ -219,6 +269,9 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
         "linger_ms": scenario.linger_ms,
         "rate_per_s": scenario.rate_per_s,
         "fifo_groups": scenario.fifo_groups,
+        "surface": "native" if scenario.native else "sqs",
+        "produce_batch": scenario.produce_batch,
+        "lease_batch": scenario.lease_batch,
         "produced_messages": produced,
         "consumed_messages": consumed,
         "consumed_per_s": round(consumed / scenario.duration_s, 1),
@@ -254,7 +307,7 @@ async def _idle(seed: int, hours: float = IDLE_HOURS) -> float:
 
 def measure(seed: int = 1, progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Every scenario's row and the idle figure; `progress` hears of each run as it starts,
-    since the whole takes a minute or two of real time."""
+    since the whole takes a few minutes of real time."""
     rows = []
     steps = len(SCENARIOS) + 1
     for i, scenario in enumerate(SCENARIOS, 1):
@@ -266,8 +319,70 @@ def measure(seed: int = 1, progress: Callable[[str], None] = lambda line: None) 
         "prices_usd_per_million": prices(),
         "latency_model": LATENCY.figures(),
         "rows": rows,
+        "native_vs_sqs": compare_surfaces(rows),
         "idle_usd_per_queue_hour": round(idle, 6),
     }
+
+
+def by_class(row: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """A row's requests per message and dollars per million messages, by request class,
+    producer and consumer sides added."""
+    out: dict[str, dict[str, float]] = {}
+    for name, key, usd in CLASS_PRICES:
+        per_message = row["produced"][key] + row["consumed"][key]
+        out[name] = {
+            "per_message": round(per_message, 4),
+            "usd_per_million": round(per_message * usd, 4),
+        }
+    return out
+
+
+def compare_surfaces(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each native row beside the SQS row of the same linger, rate and queue kind, if any."""
+    sqs = {
+        (r["linger_ms"], r["rate_per_s"], r.get("fifo_groups", 0)): r
+        for r in rows
+        if r.get("surface", "sqs") == "sqs"
+    }
+    pairs = []
+    for native in rows:
+        if native.get("surface") != "native":
+            continue
+        peer = sqs.get((native["linger_ms"], native["rate_per_s"], native.get("fifo_groups", 0)))
+        if peer is None:
+            continue
+        pairs.append(
+            {
+                "native": Scenario.of_row(native).label(),
+                "sqs": Scenario.of_row(peer).label(),
+                "native_usd_per_million": native["usd_per_million"],
+                "sqs_usd_per_million": peer["usd_per_million"],
+                "ratio": round(native["usd_per_million"] / peer["usd_per_million"], 2)
+                if peer["usd_per_million"] > 0
+                else None,
+                "native_by_class": by_class(native),
+                "sqs_by_class": by_class(peer),
+            }
+        )
+    return pairs
+
+
+def render_comparison(pair: dict[str, Any]) -> list[str]:
+    """Lines of one native-vs-SQS comparison: the ratio, then requests and dollars by class."""
+    ratio = "-" if pair["ratio"] is None else f"{pair['ratio']:.2f}x"
+    lines = [
+        f"native surface ({pair['native']}) against SQS surface ({pair['sqs']}): "
+        f"${pair['native_usd_per_million']:.2f} against ${pair['sqs_usd_per_million']:.2f} "
+        f"per million messages, native/SQS {ratio}",
+        "  requests per message (produced + consumed)    native     sqs   native $/M   sqs $/M",
+    ]
+    for name, _, _ in CLASS_PRICES:
+        n, q = pair["native_by_class"][name], pair["sqs_by_class"][name]
+        lines.append(
+            f"  {name:<44}{n['per_message']:7.3f} {q['per_message']:7.3f}"
+            f"   {n['usd_per_million']:10.3f} {q['usd_per_million']:9.3f}"
+        )
+    return lines
 
 
 def render(result: dict[str, Any]) -> str:
@@ -282,7 +397,7 @@ def render(result: dict[str, Any]) -> str:
         + "   $/M msgs   p50 ms   p99 ms   consumed/s",
     ]
     for r in result["rows"]:
-        label = Scenario(r["linger_ms"], r["rate_per_s"], 0.0, r.get("fifo_groups", 0)).label()
+        label = Scenario.of_row(r).label()
         lines.append(
             label.ljust(24)
             + " ".join(f"{r['produced'][c]:5.2f}" for c in cols)
@@ -292,6 +407,8 @@ def render(result: dict[str, Any]) -> str:
             + f"   {r['send_to_receive_ms']['p50']:6.0f}   {r['send_to_receive_ms']['p99']:6.0f}"
             + f"   {r['consumed_per_s']:10.0f}"
         )
+    for pair in result.get("native_vs_sqs", ()):
+        lines += ["", *render_comparison(pair)]
     lines.append("")
     lines.append(
         f"idle: one empty queue, two long-polling consumers: "

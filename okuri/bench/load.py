@@ -1,4 +1,5 @@
-"""The closed-loop SQS load of `okuri bench sqs`, over one endpoint or spread over several.
+"""The closed-loop load of `okuri bench sqs` (and the SQS half of `okuri bench native`), over one
+endpoint or spread over several.
 
 Why apart: the load is the same whichever client speaks it (the light client or aiobotocore,
 both answering botocore-shaped dicts) and however many nodes serve it; only the figures it
@@ -13,6 +14,10 @@ queue cannot grow without bound when sends outrun receives; without that, the la
 would measure the length of the run rather than the server (Little's law: latency is backlog /
 throughput).
 
+The phases, the backlog cap and the figures are `ClosedLoop`'s, whatever the surface; `Driver`
+speaks SQS, and okuri.bench.native_load's driver the native API, so both surfaces are measured
+the same way.
+
 Phases: warm-up (not counted), a measured window, then producers stop and consumers drain for
 at most `drain_s`. Window hooks (a profiler, a metrics scrape) run as the window opens and
 closes. Every failed request is counted and the first one kept; none is fatal.
@@ -25,8 +30,9 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
+from okuri.bench.ledger import Ledger
 from okuri.bench.measure import (
     Window,
     error_line,
@@ -45,6 +51,8 @@ CANCEL_S = 10.0  # bound on waiting for cancelled request tasks to unwind
 PRODUCER_STOP_SLACK_S = 5.0
 
 BACKLOG_DEFAULT_MIN = 200
+
+C = TypeVar("C")
 
 
 class SqsClient(Protocol):
@@ -93,21 +101,34 @@ class Workload:
         return entry
 
 
-def default_backlog(producers: int, consumers: int) -> int:
+def default_backlog(producers: int, consumers: int, batch: int = BATCH_ENTRIES) -> int:
     """Two batches per producer or consumer, at least BACKLOG_DEFAULT_MIN: enough that no
     consumer waits for work and no producer for room."""
-    return max(BACKLOG_DEFAULT_MIN, 2 * BATCH_ENTRIES * max(producers, consumers))
+    return max(BACKLOG_DEFAULT_MIN, 2 * batch * max(producers, consumers))
 
 
-class Driver:
-    """Runs the closed-loop workload against one queue and keeps the counts."""
+class ClosedLoop(Generic[C]):
+    """The phases, the backlog cap and the counts of a closed-loop load over `clients`; a
+    surface's driver says how its producers and consumers speak (`produce`, `consume`).
 
-    def __init__(self, clients: Sequence[SqsClient], queue_url: str, workload: Workload) -> None:
+    With a `ledger` (okuri.bench.ledger), a driver records every acknowledged send, delivery
+    and delete by message id, so a run can say that nothing acknowledged was lost."""
+
+    batch = BATCH_ENTRIES  # messages per send, receive and delete request
+
+    def __init__(
+        self,
+        clients: Sequence[C],
+        queue: str,
+        workload: Workload,
+        ledger: Ledger | None = None,
+    ) -> None:
         if not clients:
             raise ValueError("the load needs at least one client")
         self.clients = list(clients)
-        self.queue_url = queue_url
+        self.queue = queue
         self.workload = workload
+        self.ledger = ledger
         self.window = Window()
         self.measuring = False
         self.producing = True
@@ -122,7 +143,7 @@ class Driver:
     def backlog(self) -> int:
         return max(0, self.sent - self.deleted)
 
-    def _client(self, worker: int) -> SqsClient:
+    def _client(self, worker: int) -> C:
         return self.clients[worker % len(self.clients)]
 
     def _error(self, what: str) -> None:
@@ -136,77 +157,47 @@ class Driver:
         self._error(f"{action}: {err}")
         await asyncio.sleep(ERROR_PAUSE_S)
 
-    def _succeeded(self, action: str, reply: Any) -> int:
-        """How many entries of a batch `reply` succeeded; the first failed entry is an error."""
-        failed = reply.get("Failed") or ()
-        if failed:
-            self._error(f"{action} entry failed: {failed[0]}")
-        return len(reply.get("Successful") or ())
+    async def _room_to_send(self) -> bool:
+        """False (after waiting a little for a delete) while the backlog is at its cap."""
+        limit = self.workload.backlog_max
+        if limit and self.backlog >= limit:
+            self._room.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), BACKLOG_POLL_S)
+            return False
+        return True
+
+    def _was_sent(self, ok: int) -> None:
+        self.sent += ok
+        if self.measuring:
+            self.window.send_requests += 1
+            self.window.messages_sent += ok
+
+    def _was_received(self, bodies: Sequence[str], now_ns: int) -> None:
+        if self.measuring:
+            self.window.receive_requests += 1
+            self.window.messages_received += len(bodies)
+            if not bodies:
+                self.window.empty_receives += 1
+            for body in bodies:
+                stamp = sent_ns(body)
+                if stamp is not None:
+                    self.window.latency.add((now_ns - stamp) / 1e9)
+
+    def _was_deleted(self, ok: int) -> None:
+        self.deleted += ok
+        self._room.set()
+        if not self.producing and self.backlog == 0:
+            self._empty.set()
+        if self.measuring:
+            self.window.delete_requests += 1
+            self.window.messages_deleted += ok
 
     async def produce(self, producer: int) -> None:
-        client = self._client(producer)
-        seq = 0
-        limit = self.workload.backlog_max
-        while self.producing:
-            if limit and self.backlog >= limit:
-                self._room.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._room.wait(), BACKLOG_POLL_S)
-                continue
-            entries = [self.workload.entry(producer, seq + k, k) for k in range(BATCH_ENTRIES)]
-            seq += BATCH_ENTRIES
-            try:
-                reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as err:  # any failure is counted and reported, never fatal
-                await self._failed("SendMessageBatch", err)
-                continue
-            ok = self._succeeded("SendMessageBatch", reply)
-            self.sent += ok
-            if self.measuring:
-                self.window.send_requests += 1
-                self.window.messages_sent += ok
+        raise NotImplementedError
 
     async def consume(self, consumer: int) -> None:
-        client = self._client(consumer)
-        while True:
-            try:
-                reply = await client.receive_message(
-                    QueueUrl=self.queue_url,
-                    MaxNumberOfMessages=BATCH_ENTRIES,
-                    WaitTimeSeconds=self.workload.wait_s,
-                )
-            except Exception as err:
-                await self._failed("ReceiveMessage", err)
-                continue
-            now_ns = time.monotonic_ns()
-            messages = reply.get("Messages") or []
-            if self.measuring:
-                self.window.receive_requests += 1
-                self.window.messages_received += len(messages)
-                if not messages:
-                    self.window.empty_receives += 1
-                for m in messages:
-                    stamp = sent_ns(m.get("Body", ""))
-                    if stamp is not None:
-                        self.window.latency.add((now_ns - stamp) / 1e9)
-            if not messages:
-                continue
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            try:
-                reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as err:
-                await self._failed("DeleteMessageBatch", err)
-                continue
-            ok = self._succeeded("DeleteMessageBatch", reply)
-            self.deleted += ok
-            self._room.set()
-            if not self.producing and self.backlog == 0:
-                self._empty.set()
-            if self.measuring:
-                self.window.delete_requests += 1
-                self.window.messages_deleted += ok
+        raise NotImplementedError
 
     async def run(
         self, server_cpu_s: Callable[[], float | None], hooks: Sequence[WindowHook] = ()
@@ -291,6 +282,79 @@ class Driver:
             "first_error": self.first_error,
             "drain": {"seconds": round(drained_s, 2), "left_in_queue": self.backlog},
         }
+
+
+class Driver(ClosedLoop[SqsClient]):
+    """The SQS surface's closed loop: SendMessageBatch(10), ReceiveMessage(10) with a long
+    poll, DeleteMessageBatch of what was received."""
+
+    @property
+    def queue_url(self) -> str:
+        return self.queue
+
+    def _succeeded(self, action: str, reply: Any) -> list[Any]:
+        """The entries of a batch `reply` that succeeded; the first failed entry is an error."""
+        failed = reply.get("Failed") or ()
+        if failed:
+            self._error(f"{action} entry failed: {failed[0]}")
+        return list(reply.get("Successful") or ())
+
+    async def produce(self, producer: int) -> None:
+        client = self._client(producer)
+        seq = 0
+        while self.producing:
+            if not await self._room_to_send():
+                continue
+            entries = [self.workload.entry(producer, seq + k, k) for k in range(self.batch)]
+            seq += self.batch
+            try:
+                reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except Exception as err:  # any failure is counted and reported, never fatal
+                await self._failed("SendMessageBatch", err)
+                continue
+            ok = self._succeeded("SendMessageBatch", reply)
+            if self.ledger is not None:
+                self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
+            self._was_sent(len(ok))
+
+    async def consume(self, consumer: int) -> None:
+        client = self._client(consumer)
+        while True:
+            sent_s = time.monotonic()
+            try:
+                reply = await client.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=self.batch,
+                    WaitTimeSeconds=self.workload.wait_s,
+                )
+            except Exception as err:
+                await self._failed("ReceiveMessage", err)
+                continue
+            messages = reply.get("Messages") or []
+            self._was_received([m.get("Body", "") for m in messages], time.monotonic_ns())
+            if not messages:
+                continue
+            if self.ledger is not None:
+                self.ledger.delivered(_facts(messages), sent_s, 0)
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            try:
+                reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except Exception as err:
+                await self._failed("DeleteMessageBatch", err)
+                continue
+            ok = self._succeeded("DeleteMessageBatch", reply)
+            if self.ledger is not None:
+                done = [messages[int(e["Id"])] for e in ok]
+                self.ledger.deleted(_facts(done), time.monotonic(), 0)
+            self._was_deleted(len(ok))
+
+
+def _facts(messages: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(id, id, receipt handle) of SQS messages, as the ledger takes them: a message is known
+    by its MessageId."""
+    return [(m["MessageId"], m["MessageId"], m["ReceiptHandle"]) for m in messages]
 
 
 async def cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:

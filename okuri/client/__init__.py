@@ -1,17 +1,21 @@
-"""okuri's Python client for its native HTTP/JSON API: `Client` (blocking) and `AsyncClient`
-(asyncio), method for method the same, with typed answers and one error hierarchy.
+"""okuri's Python client for its native API: `Client` (blocking) and `AsyncClient` (asyncio),
+method for method the same, with typed answers and one error hierarchy, over HTTP/JSON or gRPC.
 
     from okuri.client import Client
 
-    with Client("http://localhost:8080", key) as okuri:
+    with Client("http://localhost:8080", key) as okuri:  # or "grpc://localhost:8080"
         okuri.produce("emails", ["hello"])
         for item in okuri.lease("emails", max_items=10, request_timeout_s=5):
             okuri.complete("emails", [item])
 
-It is a client: it imports nothing of the server (import-linter holds it to that) and needs
-only httpx. What it retries, and why, is in okuri/client/retries.py. The wire is a seam
-(okuri/client/transport.py): HTTP/JSON now, another transport through `transport=`.
+It is a client: it imports nothing of the server (import-linter holds it to that), only the
+API's wire definitions (okuri.api). Over HTTP it needs httpx; over gRPC grpcio and protobuf,
+which it loads only when a gRPC transport is first asked for. What it retries, and why, is in
+okuri/client/retries.py. The wire is a seam (okuri/client/transport.py): the URL's scheme picks
+HTTP/JSON (okuri/client/http.py) or gRPC (okuri/client/grpc.py), `transport=` any other.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from okuri.client.aio import AsyncClient
 from okuri.client.errors import (
@@ -35,10 +39,26 @@ from okuri.client.retries import NO_RETRIES, RetryPolicy
 from okuri.client.sync import Client
 from okuri.client.transport import OPERATIONS, AsyncTransport, Operation, Request, Transport
 
+if TYPE_CHECKING:
+    from okuri.client.grpc import AsyncGrpcTransport, GrpcTransport
+
+_GRPC = ("AsyncGrpcTransport", "GrpcTransport")
+
+
+def __getattr__(name: str) -> Any:
+    """The gRPC transports, imported on first use: grpc is not loaded for HTTP alone."""
+    if name in _GRPC:
+        from okuri.client import grpc
+
+        return getattr(grpc, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "NO_RETRIES",
     "OPERATIONS",
     "AsyncClient",
+    "AsyncGrpcTransport",
     "AsyncHttpTransport",
     "AsyncTransport",
     "AuthError",
@@ -46,6 +66,7 @@ __all__ = [
     "Client",
     "ConflictError",
     "ForbiddenError",
+    "GrpcTransport",
     "HttpTransport",
     "Item",
     "LeasedItem",

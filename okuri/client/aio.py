@@ -23,15 +23,31 @@ from okuri.client.http import TIMEOUT_S, AsyncHttpTransport
 from okuri.client.models import LeasedItem, Queue, QueuePage
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
-from okuri.client.transport import AsyncTransport
+from okuri.client.transport import AsyncTransport, is_grpc_url
 
 T = TypeVar("T")
 
 
+def _transport(
+    url: str, key: str | None, timeout_s: float, http: httpx.AsyncClient | None
+) -> AsyncTransport:
+    """The transport a URL names: gRPC for grpc:// and grpcs://, else HTTP/JSON."""
+    if not is_grpc_url(url):
+        return AsyncHttpTransport(url, key, timeout_s=timeout_s, http=http)
+    if http is not None:
+        raise ValueError(
+            "http= is for an http(s):// URL; for gRPC pass transport=AsyncGrpcTransport"
+        )
+    from okuri.client.grpc import AsyncGrpcTransport  # grpc is loaded only by those who speak it
+
+    return AsyncGrpcTransport(url, key, timeout_s=timeout_s)
+
+
 class AsyncClient:
-    """A client of one okuri server's native API, for asyncio; its arguments are `Client`'s,
-    with an httpx.AsyncClient for `http` and a coroutine function for `sleep`. Use it as an
-    async context manager, or `await aclose()`."""
+    """A client of one okuri server's native API, for asyncio; its arguments are `Client`'s
+    (an http://, https://, grpc:// or grpcs:// URL), with an httpx.AsyncClient for `http`, an
+    `AsyncTransport` (such as `AsyncGrpcTransport`) for `transport` and a coroutine function for
+    `sleep`. Use it as an async context manager, or `await aclose()`."""
 
     def __init__(
         self,
@@ -45,7 +61,7 @@ class AsyncClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.retries = retries or RetryPolicy()
-        self._transport = transport or AsyncHttpTransport(url, key, timeout_s=timeout_s, http=http)
+        self._transport = transport or _transport(url, key, timeout_s, http)
         self._sleep = sleep
         self._rng = random.Random()
 
@@ -74,11 +90,18 @@ class AsyncClient:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
-        with the same attributes answers the same queue; with others, ConflictError."""
+        with the same attributes answers the same queue; with others, ConflictError. A name
+        ending in .fifo makes a FIFO queue (`content_based_dedup` is for those only)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return await self._run(ops.create_queue(name, attrs))
 
@@ -95,10 +118,16 @@ class AsyncClient:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return await self._run(ops.update_queue(name, attrs))
 

@@ -22,14 +22,16 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Item:
     """One item to produce: `body` as bytes (sent exactly) or text (sent as UTF-8), with
-    optional string `headers`, a `dedup_id` (a repeat within five minutes on the same node gets
-    the first item's id and is not enqueued again) and `enqueue_at` (a timezone-aware time; at
-    most 15 minutes ahead in this version)."""
+    optional string `headers`, a `dedup_id` (a repeat within five minutes gets the first
+    item's id and is not enqueued again: on a standard queue on the same node, on a FIFO queue
+    on any node and over SQS too) and `enqueue_at` (a timezone-aware time; standard queues
+    only). On a FIFO queue `group` is required: items of a group are leased in order."""
 
     body: bytes | str
     headers: Mapping[str, str] | None = None
     dedup_id: str | None = None
     enqueue_at: datetime | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,7 @@ class QueueAttributes:
     dead_letter_queue: str | None
     retention_s: int
     delay_s: int
+    content_based_dedup: bool | None = None  # FIFO queues only
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueAttributes:
@@ -49,6 +52,7 @@ class QueueAttributes:
             dead_letter_queue=_opt(d, "dead_letter_queue", str),
             retention_s=_get(d, "retention_s", int),
             delay_s=_get(d, "delay_s", int),
+            content_based_dedup=_opt(d, "content_based_dedup", bool),
         )
 
 
@@ -57,11 +61,17 @@ class QueueStats:
     visible: int
     leased: int
     delayed: int
+    dead_lettered: int = 0  # waiting in the queue's dead-letter queue
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueStats:
         d = _obj(doc, "stats")
-        return cls(_get(d, "visible", int), _get(d, "leased", int), _get(d, "delayed", int))
+        return cls(
+            _get(d, "visible", int),
+            _get(d, "leased", int),
+            _get(d, "delayed", int),
+            _opt(d, "dead_lettered", int) or 0,  # absent from older servers' answers
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +114,8 @@ class QueuePage:
 class LeasedItem:
     """One leased item. `handle` names this lease (complete, retry and extend take it, or the
     item itself); `attempts` counts leases, this one included; the lease ends no earlier than
-    `lease_deadline`. `body` is the payload's exact bytes."""
+    `lease_deadline`. `body` is the payload's exact bytes. On a FIFO queue `group` and
+    `sequence_number` say where the item stands."""
 
     id: str
     handle: str
@@ -113,6 +124,8 @@ class LeasedItem:
     enqueued_at: datetime
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
+    group: str | None = None
+    sequence_number: str | None = None
 
     @property
     def text(self) -> str:
@@ -140,6 +153,8 @@ class LeasedItem:
             enqueued_at=_time(d, "enqueued_at"),
             body=body,
             headers=headers,
+            group=_opt(d, "group", str),
+            sequence_number=_opt(d, "sequence_number", str),
         )
 
 

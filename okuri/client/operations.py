@@ -64,6 +64,7 @@ def attributes(
     dead_letter_queue: str | Unset | None,
     retention_s: int | Unset,
     delay_s: int | Unset,
+    content_based_dedup: bool | Unset = UNSET,
 ) -> Doc:
     """The attributes given (None clears max_attempts or dead_letter_queue)."""
     given = {
@@ -72,6 +73,7 @@ def attributes(
         "dead_letter_queue": dead_letter_queue,
         "retention_s": retention_s,
         "delay_s": delay_s,
+        "content_based_dedup": content_based_dedup,
     }
     return {k: v for k, v in given.items() if v is not UNSET}
 
@@ -133,6 +135,8 @@ def _item(item: bytes | str | Item) -> Doc:
         raise TypeError(f"an item's body is bytes or str, not {type(item.body).__name__}")
     if item.headers:
         doc["headers"] = dict(item.headers)
+    if item.group is not None:
+        doc["group"] = item.group
     if item.dedup_id is not None:
         doc["dedup_id"] = item.dedup_id
     if item.enqueue_at is not None:

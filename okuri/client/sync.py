@@ -23,19 +23,33 @@ from okuri.client.http import TIMEOUT_S, HttpTransport
 from okuri.client.models import LeasedItem, Queue, QueuePage
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
-from okuri.client.transport import Transport
+from okuri.client.transport import Transport, is_grpc_url
 
 T = TypeVar("T")
+
+
+def _transport(url: str, key: str | None, timeout_s: float, http: httpx.Client | None) -> Transport:
+    """The transport a URL names: gRPC for grpc:// and grpcs://, else HTTP/JSON."""
+    if not is_grpc_url(url):
+        return HttpTransport(url, key, timeout_s=timeout_s, http=http)
+    if http is not None:
+        raise ValueError("http= is for an http(s):// URL; for gRPC pass transport=GrpcTransport")
+    from okuri.client.grpc import GrpcTransport  # grpc is loaded only by those who speak it
+
+    return GrpcTransport(url, key, timeout_s=timeout_s)
 
 
 class Client:
     """A client of one okuri server's native API.
 
-    `Client("http://localhost:8080", key)` talks HTTP/JSON with the bearer `key`; another wire
-    plugs in as `transport=`. `retries` bounds and paces tries (see okuri/client/retries.py for
-    what is retried and why); `http` is an httpx.Client to send through (left open on close);
-    `sleep` is how the client waits between tries. Errors are `OkuriClientError`s. Use it as a
-    context manager, or `close()` it.
+    `Client("http://localhost:8080", key)` talks HTTP/JSON with the bearer `key`;
+    `Client("grpc://localhost:8080", key)` the same operations over gRPC (`grpcs://` with TLS),
+    with the same answers and errors; any transport plugs in as `transport=` (a `GrpcTransport`
+    for a channel of your own). `timeout_s` bounds each request (a long poll's wait added);
+    `retries` bounds and paces tries (see okuri/client/retries.py for what is retried and why);
+    `http` is an httpx.Client to send HTTP through (left open on close); `sleep` is how the
+    client waits between tries. Errors are `OkuriClientError`s. Use it as a context manager,
+    or `close()` it.
     """
 
     def __init__(
@@ -50,7 +64,7 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.retries = retries or RetryPolicy()
-        self._transport = transport or HttpTransport(url, key, timeout_s=timeout_s, http=http)
+        self._transport = transport or _transport(url, key, timeout_s, http)
         self._sleep = sleep
         self._rng = random.Random()
 
@@ -79,11 +93,18 @@ class Client:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
-        with the same attributes answers the same queue; with others, ConflictError."""
+        with the same attributes answers the same queue; with others, ConflictError. A name
+        ending in .fifo makes a FIFO queue (`content_based_dedup` is for those only)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return self._run(ops.create_queue(name, attrs))
 
@@ -100,10 +121,16 @@ class Client:
         dead_letter_queue: str | Unset | None = UNSET,
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
+        content_based_dedup: bool | Unset = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
-            lease_timeout_s, max_attempts, dead_letter_queue, retention_s, delay_s
+            lease_timeout_s,
+            max_attempts,
+            dead_letter_queue,
+            retention_s,
+            delay_s,
+            content_based_dedup,
         )
         return self._run(ops.update_queue(name, attrs))
 

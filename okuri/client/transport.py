@@ -3,8 +3,9 @@
 A client says *what* to do as a `Request` (an operation of the native API, the queue it acts
 on, the request document) and gets the answer document back; a transport decides *how* it
 travels. The HTTP/JSON transports (okuri/client/http.py) map an operation to a method and a
-path; another wire (gRPC) maps it to an RPC and its messages to the same documents, and plugs
-in through `Client(transport=...)` without the clients changing.
+path; the gRPC transports (okuri/client/grpc.py) map it to an RPC and its messages to the same
+documents. The clients pick one by the URL's scheme (`is_grpc_url`), or take any through
+`Client(transport=...)` without changing.
 
 A transport raises `okuri.client.errors` only: the server's error answers through
 `errors.from_answer`, and its own failures (no connection, a timeout) as `TransportError`.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args
+from urllib.parse import urlsplit
 
 # The native API's operations, named as the server's key roles and OpenAPI operationIds name them.
 Operation = Literal[
@@ -34,6 +36,12 @@ Operation = Literal[
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)
 
 Doc = dict[str, Any]
+GRPC_SCHEMES = ("grpc", "grpcs")
+
+
+def is_grpc_url(url: str) -> bool:
+    """Whether `url` names a gRPC server (grpc:// plaintext, grpcs:// TLS) rather than HTTP."""
+    return urlsplit(url).scheme in GRPC_SCHEMES
 
 
 @dataclass(frozen=True, slots=True)

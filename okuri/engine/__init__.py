@@ -4,6 +4,16 @@ Surfaces import from here only, never from `okuri.core` or the engine's own modu
 (import-linter holds them to it), so the engine's rooms can change behind this list.
 """
 
+from okuri.core.fifo import (
+    DEDUP_ID_ATTRIBUTE,
+    FIFO_ID,
+    FIFO_ID_RULE,
+    FIFO_SETTINGS,
+    content_dedup_id,
+    dedup_key,
+    fifo_setting,
+    is_fifo_id,
+)
 from okuri.core.move_records import (
     ACTIVE as MOVE_TASK_ACTIVE,
 )
@@ -31,6 +41,10 @@ from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
 __all__ = [
+    "DEDUP_ID_ATTRIBUTE",
+    "FIFO_ID",
+    "FIFO_ID_RULE",
+    "FIFO_SETTINGS",
     "MOVE_TASK_ACTIVE",
     "MOVE_TASK_FAILED",
     "MOVE_TASK_RUNNING",
@@ -58,7 +72,11 @@ __all__ = [
     "SendResult",
     "Ticket",
     "VisibilityResult",
+    "content_dedup_id",
     "dead_letter_target",
+    "dedup_key",
+    "fifo_setting",
+    "is_fifo_id",
     "is_fifo_name",
     "validate_queue_name",
 ]

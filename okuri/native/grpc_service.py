@@ -14,7 +14,9 @@ The status table, and why:
   RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
   RESOURCE_EXHAUSTED, before it reaches this module.)
 - 429 RESOURCE_EXHAUSTED (retry later: the node is at one of its bounds on requests, request
-  bytes or long polls, `okuri.engine.Admission`), 503 UNAVAILABLE (retry), else INTERNAL.
+  bytes or long polls, `okuri.engine.Admission`), with HTTP's Retry-After as the trailer
+  `grpc-retry-pushback-ms` (gRPC's own name for it, which its retry policies honour);
+  503 UNAVAILABLE (retry), else INTERNAL.
 
 Request bytes that do not parse as the RPC's message are answered INVALID_ARGUMENT
 (`bad_protobuf`) by this module rather than left to grpc, which would log a traceback.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +34,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate
 from okuri.errors import OkuriError
@@ -38,14 +42,16 @@ from okuri.native import bearer, grpc_shapes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
 from okuri.native.messages import Messages
-from okuri.native.pb import queue_service_pb2 as pb
 from okuri.native.queues import Queues, queue_name
+from okuri.native.stats import RequestStats
 
 log = logging.getLogger("okuri.native")
 
 SERVICE = pb.DESCRIPTOR.services_by_name["QueueService"]
 SERVICE_NAME: str = SERVICE.full_name
 ERROR_CODE_KEY = "okuri-error-code"
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
+GRPC = "grpc"  # the transport label of this surface's request counts
 
 _STATUS = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
@@ -58,6 +64,15 @@ _STATUS = {
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
 }
+
+
+def trailers(err: NativeError) -> tuple[tuple[str, str], ...]:
+    """The error's code; for a refusal that passes, also gRPC's standard server pushback (what
+    HTTP's Retry-After says, in milliseconds)."""
+    code = ((ERROR_CODE_KEY, err.code),)
+    if err.retry_after_s is None:
+        return code
+    return (*code, (PUSHBACK_KEY, str(err.retry_after_s * 1000)))
 
 
 def status_of(err: NativeError) -> grpc.StatusCode:
@@ -93,14 +108,21 @@ def _write(message: Message) -> bytes:
 
 class QueueService:
     def __init__(
-        self, engine: Engine, clock: Clock, keys: bearer.Keys, gate: Gate | None = None
+        self,
+        engine: Engine,
+        clock: Clock,
+        keys: bearer.Keys,
+        gate: Gate | None = None,
+        stats: RequestStats | None = None,
     ) -> None:
         """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off.
-        `gate` admits each call, and each lease that may wait (None: no bounds)."""
+        `gate` admits each call, and each lease that may wait (None: no bounds). `stats`
+        counts each call as the HTTP surface counts its requests, as transport "grpc"."""
         self.queues = Queues(engine)
         self.messages = Messages(engine, clock, gate)
         self.keys = keys
         self.gate = gate
+        self.stats = stats or RequestStats()
         self.rpcs: Mapping[str, Rpc] = {
             "CreateQueue": self.create_queue,
             "GetQueue": self.get_queue,
@@ -125,14 +147,14 @@ class QueueService:
         for name, method in SERVICE.methods_by_name.items():
             request = pb.DESCRIPTOR.message_types_by_name[method.input_type.name]
             handlers[name] = grpc.unary_unary_rpc_method_handler(
-                self._behaviour(self.rpcs[name]),
+                self._behaviour(_operation(name), self.rpcs[name]),
                 request_deserializer=_reader(_message_class(request.name)),
                 response_serializer=_write,
             )
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
 
     def _behaviour(
-        self, rpc: Rpc
+        self, operation: str, rpc: Rpc
     ) -> Callable[[Message | Garbled, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
         async def behaviour(
             request: Message | Garbled, context: grpc.aio.ServicerContext[Any, Any]
@@ -143,12 +165,13 @@ class QueueService:
                     access = Access(bearer.principal(self.keys, _authorization(context)))
                     if isinstance(request, Garbled):
                         raise bad_request(request.message, "bad_protobuf")
-                    return await rpc(access, request)
+                    answer = await rpc(access, request)
+                self.stats.count(operation, "ok", GRPC)
+                return answer
             except Exception as exc:
                 err = _native(exc)
-            await context.abort(
-                status_of(err), err.message, trailing_metadata=((ERROR_CODE_KEY, err.code),)
-            )
+            self.stats.count(operation, err.code, GRPC)
+            await context.abort(status_of(err), err.message, trailing_metadata=trailers(err))
 
         return behaviour
 
@@ -214,6 +237,11 @@ class QueueService:
         name = _queue(req.queue)
         answer = await self.messages.redrive(access, name, grpc_shapes.redrive_doc(req))
         return pb.RedriveResponse(moved=answer["moved"])
+
+
+def _operation(rpc: str) -> str:
+    """The operation an RPC is, named as the HTTP route's (`CreateQueue`: `create_queue`)."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower()
 
 
 def _queue(name: str) -> str:

@@ -9,7 +9,9 @@ What protobuf cannot say the JSON way is mapped here, once:
 - times are `google.protobuf.Timestamp`, the documents' RFC 3339 text;
 - an unset `optional` field is an absent JSON field; JSON's null (reset an attribute) is
   `UpdateQueueRequest.reset_attributes`;
-- a refused item's id (JSON null) is "".
+- a refused item's id and sequence number (JSON null) are "";
+- a FIFO produce's answer has `sequence_numbers` (one per item, so never empty) and
+  `duplicates`; a standard queue's has neither.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.native import codec
 from okuri.native.errors import bad_request
-from okuri.native.pb import queue_service_pb2 as pb
 from okuri.native.queues import ATTRIBUTES
 
 # google.protobuf.Timestamp's documented range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
@@ -69,7 +71,7 @@ def attributes_doc(attrs: pb.QueueAttributes) -> dict[str, Any]:
 
 
 def create_doc(req: pb.CreateQueueRequest) -> codec.Obj:
-    doc: codec.Obj = {"name": req.name}
+    doc: codec.Obj = {"name": req.name, **_present(req, ("fifo",))}
     if req.HasField("attributes"):
         doc["attributes"] = attributes_doc(req.attributes)
     return doc
@@ -106,8 +108,7 @@ def produce_doc(req: pb.ProduceRequest) -> codec.Obj:
         doc: codec.Obj = payload_doc(item.payload)
         if item.headers:
             doc["headers"] = dict(item.headers)
-        if item.HasField("dedup_id"):
-            doc["dedup_id"] = item.dedup_id
+        doc.update(_present(item, ("dedup_id", "group")))
         if item.HasField("enqueue_at"):
             doc["enqueue_at"] = when(item.enqueue_at, "enqueue_at")
         items.append(doc)
@@ -160,6 +161,8 @@ def produced(doc: dict[str, Any]) -> pb.ProduceResponse:
     return pb.ProduceResponse(
         ids=[i or "" for i in doc["ids"]],
         errors=[pb.ProduceError(**e) for e in doc.get("errors", ())],
+        sequence_numbers=[n or "" for n in doc.get("sequence_numbers", ())],
+        duplicates=doc.get("duplicates", ()),
     )
 
 
@@ -174,6 +177,8 @@ def leased(doc: dict[str, Any]) -> pb.LeaseResponse:
                 enqueued_at=timestamp(item["enqueued_at"]),
                 payload=payload(item),
                 headers=item.get("headers", {}),
+                group=item.get("group"),
+                sequence_number=item.get("sequence_number"),
             )
             for item in doc["items"]
         ]

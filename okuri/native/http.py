@@ -1,10 +1,12 @@
 """The native HTTP/JSON listener under /v1/: routes, bearer authentication, error answers.
 
 One request: find the route in okuri/native/routes.py's table (404, or 405 naming the allowed
-methods), answer GET /v1/openapi.json (the API's description; no key needed), authenticate
-the bearer key (401), read the JSON body (bounded; 413 past the server's request bound), run
-the operation, which checks the key's role and namespace (403). Every failure is
-`{"error": {"code", "message"}}`; nothing a client sends can produce a traceback.
+methods), admit it within the node's bounds (429), answer GET /v1/openapi.json (the API's
+description; no key needed), authenticate the bearer key (401), read the JSON body (bounded;
+413 past the server's request bound), run the operation, which checks the key's role and
+namespace (403). Every failure is `{"error": {"code", "message"}}`; nothing a client sends can
+produce a traceback. Each request is counted by operation and outcome for /metrics
+(okuri/native/stats.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from okuri.native.errors import NativeError, from_okuri
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
 from okuri.native.routes import Route
+from okuri.native.stats import UNKNOWN, RequestStats
 
 log = logging.getLogger("okuri.native")
 
@@ -41,15 +44,18 @@ class NativeHttp:
         clock: Clock,
         keys: bearer.Keys,
         gate: Gate | None = None,
+        stats: RequestStats | None = None,
     ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP); None: no authentication
         (OKURI_AUTH=off), every request acting as an admin of every queue. `gate` admits each
         request, and each lease that may wait (None: no bounds); past the node's bounds the
-        answer is 429 `overloaded` with Retry-After."""
+        answer is 429 `overloaded` with Retry-After. `stats` counts each request's operation
+        and outcome (a new one when absent; another transport of the API may share it)."""
         self.queues = Queues(engine)
         self.messages = Messages(engine, clock, gate)
         self.keys = keys
         self.gate = gate
+        self.stats = stats or RequestStats()
         self._on_queue: dict[Route, QueueOp] = {
             "get_queue": self.queues.get,
             "update_queue": self.queues.update,
@@ -64,12 +70,16 @@ class NativeHttp:
         }
 
     async def handle(self, request: web.Request) -> web.Response:
+        operation: str = UNKNOWN
         ticket: Ticket | None = None
         try:
+            route, queue = _route(request)
+            operation = route
             if self.gate is not None:
                 ticket = self.gate.enter("request", request.content_length)
-            status, body = await self._handle(request)
-            return web.Response(status=status, body=codec.dumps(body), content_type=JSON)
+            body = await self._run(route, queue, request)
+            self.stats.count(operation, "ok")
+            return web.Response(status=200, body=codec.dumps(body), content_type=JSON)
         except Exception as exc:
             if isinstance(exc, NativeError):
                 err = exc
@@ -78,6 +88,7 @@ class NativeHttp:
             else:
                 log.exception("native request %s %s failed", request.method, request.path)
                 err = NativeError(500, "internal", "The request could not be processed.")
+            self.stats.count(operation, err.code)
             return web.Response(
                 status=err.status,
                 body=codec.dumps(err.body()),
@@ -88,25 +99,29 @@ class NativeHttp:
             if ticket is not None:
                 ticket.release()
 
-    async def _handle(self, request: web.Request) -> tuple[int, dict[str, Any]]:
-        path, method = request.path.rstrip("/") or "/", request.method
-        name, allowed = routes.match(path)
-        if not allowed:
-            raise NativeError(404, "not_found", f"No such route: {request.path[:200]}")
-        if method not in allowed:
-            raise NativeError(
-                405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}."
-            )
-        route = allowed[method]
+    async def _run(self, route: Route, queue: str, request: web.Request) -> dict[str, Any]:
         if route == "openapi":  # no key needed: it describes the API and holds no secret
-            return 200, openapi.DOCUMENT
+            return openapi.DOCUMENT
         access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
         if route == "list_queues":
-            return 200, await self.queues.list(access, dict(request.query))
+            return await self.queues.list(access, dict(request.query))
         if route == "create_queue":
-            return 200, await self.queues.create(access, await _body(request))
+            return await self.queues.create(access, await _body(request))
         operation = self._on_queue[route]
-        return 200, await operation(access, queue_name(name, "queue"), await _body(request))
+        return await operation(access, queue_name(queue, "queue"), await _body(request))
+
+
+def _route(request: web.Request) -> tuple[Route, str]:
+    """The route `request` takes and the queue its path names ("" for none); 404 when nothing
+    is routed at its path, 405 naming the methods the path takes."""
+    path, method = request.path.rstrip("/") or "/", request.method
+    name, allowed = routes.match(path)
+    if not allowed:
+        raise NativeError(404, "not_found", f"No such route: {request.path[:200]}")
+    if method not in allowed:
+        raise NativeError(405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}.")
+    return allowed[method], name
+
 
 async def _body(request: web.Request) -> codec.Obj:
     try:

@@ -3,29 +3,28 @@
 Leases are the engine's receives: a lease handle is an SQS receipt handle, the lease timeout is
 the visibility timeout, attempts are the receive count. So an item produced here is an SQS
 message (a UTF-8 payload is its Body, headers are String message attributes) and the other
-way round, and maxReceiveCount dead-letters the same way on both surfaces.
+way round, and maxReceiveCount dead-letters the same way on both surfaces. On a FIFO queue an
+item's `group` is its MessageGroupId and its `dedup_id` its MessageDeduplicationId, in one id
+space with SQS's (okuri/native/sends.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine import Delivery, Engine, Gate, SendRequest, SendResult
+from okuri.engine import Delivery, Engine, Gate, SendResult
 from okuri.errors import OkuriError, ReceiptHandleInvalid
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
+from okuri.native.items import read_item
 from okuri.native.queues import queue_name
-
-ITEM_FIELDS = ("body", "body_base64", "headers", "dedup_id", "enqueue_at")
-# Header names SQS accepts as message attribute names, so SQS clients can read them.
-HEADER_NAME = re.compile(r"(?!AWS\.|Amazon\.|\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)", re.I)
+from okuri.native.sends import fifo_send, standard_send
 
 
 class Messages:
@@ -42,67 +41,22 @@ class Messages:
         access.require("produce", name)
         entries = codec.items(doc, "items", limits.native_items_max)
         now_ms = self.clock.now_ms()
-        requests = [self._send_request(e, i, now_ms) for i, e in enumerate(entries)]
+        items = [read_item(e, i, now_ms) for i, e in enumerate(entries)]
         attrs = (await self.engine.cached_queue(name)).attrs
-        if attrs.fifo:
-            raise bad_request(
-                "Producing to a FIFO queue is not in the native API yet; use SQS.", "unsupported"
-            )
-        for i, r in enumerate(requests):
-            if len(r.body) > attrs.max_message_bytes:
+        for item in items:
+            if len(item.body) > attrs.max_message_bytes:
                 raise NativeError(
                     413,
                     "too_large",
-                    f"items[{i}] is {len(r.body)} bytes; the queue takes at most "
+                    f"{item.where} is {len(item.body)} bytes; the queue takes at most "
                     f"{attrs.max_message_bytes}.",
                 )
+        if attrs.fifo:
+            requests = [fifo_send(item, attrs) for item in items]
+        else:
+            requests = [standard_send(item, name) for item in items]
         results = await self.engine.send(name, requests)
-        return _ids(results)
-
-    def _send_request(self, entry: object, i: int, now_ms: int) -> SendRequest:
-        where = f"items[{i}]"
-        if not isinstance(entry, dict):
-            raise bad_request(f"{where} must be an object.", "wrong_type")
-        codec.fields(entry, ITEM_FIELDS, where)
-        text = codec.text(entry, "body", most=limits.request_bytes_max)
-        b64 = codec.text(entry, "body_base64", most=limits.request_bytes_max)
-        if (text is None) == (b64 is None):
-            raise bad_request(f"{where} needs exactly one of 'body' and 'body_base64'.")
-        body = text.encode() if text is not None else codec.base64_bytes(b64 or "", "body_base64")
-        headers = codec.obj(entry, "headers") or {}
-        if len(headers) > limits.native_headers_max:
-            raise bad_request(f"{where}: at most {limits.native_headers_max} headers.")
-        attributes: dict[str, Any] = {}
-        for key, value in headers.items():
-            if not HEADER_NAME.fullmatch(key):
-                raise bad_request(
-                    f"{where}: header {key[:80]!r} is not a valid name (letters, digits, '-', "
-                    "'_', '.'; not starting with AWS. or Amazon.).",
-                    "invalid_argument",
-                )
-            if not isinstance(value, str) or not value:
-                raise bad_request(f"{where}: header {key!r} must be a non-empty string.")
-            if len(value) > limits.native_text_chars_max:
-                raise bad_request(f"{where}: header {key!r} is too long.", "out_of_range")
-            attributes[key] = {"DataType": "String", "StringValue": value}
-        dedup_id = codec.text(entry, "dedup_id", most=limits.dedup_id_chars_max)
-        return SendRequest(
-            body=body,
-            enqueue_at_ms=self._enqueue_at_ms(entry, now_ms, where),
-            attributes=attributes,
-            dedup_id=None if dedup_id is None else "native\n" + dedup_id,
-        )
-
-    @staticmethod
-    def _enqueue_at_ms(entry: codec.Obj, now_ms: int, where: str) -> int | None:
-        at_ms = codec.timestamp_ms(entry, "enqueue_at")
-        if at_ms is not None and at_ms - now_ms > limits.schedule_s_max * 1000:
-            raise bad_request(
-                f"{where}: enqueue_at is {(at_ms - now_ms) // 1000} s away; at most "
-                f"{limits.schedule_s_max} s ({limits.schedule_s_max // 86400} days) ahead.",
-                "out_of_range",
-            )
-        return at_ms
+        return _produced(results, attrs.fifo)
 
     # --- lease -----------------------------------------------------------------------------
 
@@ -222,16 +176,25 @@ def _status(result: object, ok: str) -> str:
     return str(result)
 
 
-def _ids(results: Sequence[SendResult | Exception]) -> dict[str, Any]:
+def _produced(results: Sequence[SendResult | Exception], fifo: bool) -> dict[str, Any]:
     """`{"ids": [...]}` in order; an item the engine refused has null and an entry in
-    "errors"; when none was enqueued, the first refusal is the answer."""
+    "errors"; when none was enqueued, the first refusal is the answer. On a FIFO queue also
+    `"sequence_numbers"` in order (null for a refused item) and `"duplicates"`: the indexes of
+    items that repeated a deduplication id within five minutes, answered with the first item's
+    id and sequence number and not enqueued again."""
     ids: list[str | None] = []
+    numbers: list[str | None] = []
+    duplicates: list[int] = []
     errors: list[tuple[int, NativeError]] = []
     for i, r in enumerate(results):
         if isinstance(r, SendResult):
             ids.append(r.message_id)
+            numbers.append(r.sequence_number)
+            if r.duplicate:
+                duplicates.append(i)
             continue
         ids.append(None)
+        numbers.append(None)
         errors.append(
             (
                 i,
@@ -242,9 +205,13 @@ def _ids(results: Sequence[SendResult | Exception]) -> dict[str, Any]:
         )
     if errors and len(errors) == len(results):
         raise errors[0][1]
-    if not errors:
-        return {"ids": ids}
-    return {"ids": ids, "errors": [{"index": i, **e.body()["error"]} for i, e in errors]}
+    out: dict[str, Any] = {"ids": ids}
+    if fifo:
+        out["sequence_numbers"] = numbers
+        out["duplicates"] = duplicates
+    if errors:
+        out["errors"] = [{"index": i, **e.body()["error"]} for i, e in errors]
+    return out
 
 
 def _render(d: Delivery, deadline: str) -> dict[str, Any]:
@@ -267,4 +234,8 @@ def _render(d: Delivery, deadline: str) -> dict[str, Any]:
     }
     if headers:
         out["headers"] = headers
+    if m.group_id is not None:
+        out["group"] = m.group_id
+    if d.sequence_number is not None:
+        out["sequence_number"] = d.sequence_number
     return out

@@ -23,7 +23,7 @@ _ERRORS: dict[str, tuple[str, str]] = {  # status -> (response name, what it mea
     "400": (
         "BadRequest",
         "The request is malformed: bad_json, unknown_field, wrong_type, missing_field, "
-        "out_of_range, invalid_queue_name, invalid_argument, invalid_request, unsupported.",
+        "out_of_range, invalid_queue_name, invalid_argument, invalid_request.",
     ),
     "401": ("Unauthorized", "No valid bearer key: missing_key, bad_key, no_keys_configured."),
     "403": ("Forbidden", "forbidden: the key's role, or its namespace, does not allow this."),

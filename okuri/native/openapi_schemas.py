@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from okuri import limits
-from okuri.engine import QUEUE_NAME
+from okuri.engine import FIFO_ID, QUEUE_NAME
 
 Schema = dict[str, Any]
 
@@ -103,6 +103,16 @@ _ATTRIBUTES: dict[str, Schema] = {
     ),
     "delay_s": integer(0, limits.delay_s_max, "How long a new item waits before it is visible.", 0),
 }
+# A FIFO queue's only (SQS's ContentBasedDeduplication); absent on a standard queue.
+_FIFO_ATTRIBUTES: dict[str, Schema] = {
+    "content_based_dedup": {
+        "type": "boolean",
+        "default": False,
+        "description": "FIFO queues only: an item without a dedup_id is deduplicated by the "
+        "SHA-256 of its bytes.",
+    },
+}
+_FIFO_ID = {"type": "string", "pattern": f"^{FIFO_ID.pattern}$"}
 
 SCHEMAS: dict[str, Schema] = {
     "QueueName": {
@@ -123,26 +133,40 @@ SCHEMAS: dict[str, Schema] = {
     ),
     "Empty": obj({}),
     "AttributesChange": {
-        **obj({}, _ATTRIBUTES),
+        **obj({}, {**_ATTRIBUTES, **_FIFO_ATTRIBUTES}),
         "description": "Only the attributes given change.",
     },
-    "QueueAttributes": obj(_ATTRIBUTES),
+    "QueueAttributes": obj(_ATTRIBUTES, _FIFO_ATTRIBUTES),
     "Queue": obj(
         {
             "name": ref("QueueName"),
-            "fifo": {"type": "boolean"},
+            "fifo": {"type": "boolean", "description": "Whether the queue is FIFO."},
             "attributes": ref("QueueAttributes"),
             "stats": obj(
                 {
                     "visible": {"type": "integer", "minimum": 0},
                     "leased": {"type": "integer", "minimum": 0},
                     "delayed": {"type": "integer", "minimum": 0},
+                    "dead_lettered": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Items waiting in the queue's dead-letter queue.",
+                    },
                 }
             ),
             "created_at": _time("When the queue was created."),
         }
     ),
-    "CreateQueue": obj({"name": ref("QueueName")}, {"attributes": ref("AttributesChange")}),
+    "CreateQueue": obj(
+        {"name": ref("QueueName")},
+        {
+            "fifo": {
+                "type": "boolean",
+                "description": "A FIFO queue; must agree with the name (FIFO names end in .fifo).",
+            },
+            "attributes": ref("AttributesChange"),
+        },
+    ),
     "UpdateQueue": obj({"attributes": ref("AttributesChange")}),
     "QueueList": obj(
         {
@@ -174,14 +198,22 @@ SCHEMAS: dict[str, Schema] = {
                     "description": "String values; names as SQS message attributes allow (not "
                     "starting with 'AWS.', 'Amazon.' or '.', no '..', not ending in '.').",
                 },
+                "group": {
+                    **_FIFO_ID,
+                    "description": "FIFO queues only, and required there: items of a group are "
+                    "leased in order, one lease of the group at a time (SQS's MessageGroupId).",
+                },
                 "dedup_id": _text(
                     limits.dedup_id_chars_max,
-                    "A repeat within five minutes on the same node is answered with the "
-                    "first item's id and not enqueued again.",
+                    "A repeat within five minutes is answered with the first item's id and "
+                    "not enqueued again: on a standard queue, on the same node; on a FIFO "
+                    "queue, on any node and over SQS too (SQS's MessageDeduplicationId, of the "
+                    "same form as `group`), and required unless the queue has "
+                    "content_based_dedup.",
                 ),
                 "enqueue_at": _time(
-                    f"When the item becomes visible; at most {limits.delay_s_max} s ahead; "
-                    "a time past is now."
+                    f"Standard queues only: when the item becomes visible; at most "
+                    f"{limits.schedule_s_max} s ahead; a time past is now."
                 ),
             },
         ),
@@ -197,6 +229,19 @@ SCHEMAS: dict[str, Schema] = {
             }
         },
         {
+            "sequence_numbers": {
+                "type": "array",
+                "items": {"type": ["string", "null"], "pattern": "^[0-9]+$"},
+                "description": "FIFO queues: one per item, in order (a duplicate's is the first "
+                "item's); null for an item refused.",
+            },
+            "duplicates": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0},
+                "description": "FIFO queues: the indexes of items that repeated a dedup_id "
+                "within five minutes; each was answered with the first item's id and not "
+                "enqueued again.",
+            },
             "errors": {
                 "type": "array",
                 "items": obj(
@@ -207,7 +252,7 @@ SCHEMAS: dict[str, Schema] = {
                     }
                 ),
                 "description": "Present when some, not all, items were refused.",
-            }
+            },
         },
     ),
     "Lease": obj(
@@ -243,6 +288,12 @@ SCHEMAS: dict[str, Schema] = {
                     "description": "The payload, when it is not UTF-8.",
                 },
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+                "group": {"type": "string", "description": "FIFO queues: the item's group."},
+                "sequence_number": {
+                    "type": "string",
+                    "pattern": "^[0-9]+$",
+                    "description": "FIFO queues: its place in the queue (SQS's SequenceNumber).",
+                },
             },
         ),
         "oneOf": [{"required": ["body"]}, {"required": ["body_base64"]}],

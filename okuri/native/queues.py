@@ -1,6 +1,11 @@
 """The native API's queue operations: create, get (with live counts), update, list, delete,
 purge. Attributes have native names; they are the same queue attributes SQS shows, so a queue
-made here has the RedrivePolicy, VisibilityTimeout, ... its SQS clients expect."""
+made here has the RedrivePolicy, VisibilityTimeout, ... its SQS clients expect.
+
+A queue is FIFO when its name ends in .fifo (SQS's rule; `"fifo": true` may say so too, and
+must then agree with the name). A FIFO queue's `content_based_dedup` is SQS's
+ContentBasedDeduplication; its DeduplicationScope and FifoThroughputLimit are set over SQS and
+honoured by native producing alike."""
 
 from __future__ import annotations
 
@@ -8,12 +13,28 @@ from dataclasses import replace
 from typing import Any
 
 from okuri import limits
-from okuri.engine import QUEUE_NAME, Engine, QueueAttrs, QueueState, is_fifo_name
+from okuri.engine import (
+    QUEUE_NAME,
+    Engine,
+    QueueAttrs,
+    QueueState,
+    fifo_setting,
+    is_fifo_name,
+)
+from okuri.errors import InvalidArgument, QueueDoesNotExist
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request
 
-ATTRIBUTES = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s")
+ATTRIBUTES = (
+    "lease_timeout_s",
+    "max_attempts",
+    "dead_letter_queue",
+    "retention_s",
+    "delay_s",
+    "content_based_dedup",
+)
+CONTENT_BASED = "ContentBasedDeduplication"  # the SQS attribute content_based_dedup is
 
 
 def queue_name(name: object, field: str = "name") -> str:
@@ -58,17 +79,31 @@ def parse_attributes(doc: codec.Obj, base: QueueAttrs, name: str, access: Access
                 )
             access.require("create_queue", dlq)
         attrs = replace(attrs, dead_letter_queue=dlq)
+    if "content_based_dedup" in doc:
+        if not is_fifo_name(name):
+            raise bad_request(
+                f"content_based_dedup is a FIFO queue's attribute; {name!r} is a standard "
+                "queue (a FIFO queue's name ends in .fifo).",
+                "invalid_argument",
+            )
+        extra = {k: v for k, v in attrs.extra.items() if k != CONTENT_BASED}
+        if codec.flag(doc, "content_based_dedup"):
+            extra[CONTENT_BASED] = "true"  # false is the default, kept as no value
+        attrs = replace(attrs, extra=extra)
     return attrs
 
 
 def render_attributes(attrs: QueueAttrs) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "lease_timeout_s": attrs.visibility_timeout_s,
         "max_attempts": attrs.max_receive_count,
         "dead_letter_queue": attrs.dead_letter_queue,
         "retention_s": attrs.retention_s,
         "delay_s": attrs.delay_s,
     }
+    if attrs.fifo:
+        out["content_based_dedup"] = fifo_setting(attrs.extra, CONTENT_BASED) == "true"
+    return out
 
 
 class Queues:
@@ -86,13 +121,31 @@ class Queues:
                 "visible": counts.visible,
                 "leased": counts.in_flight,
                 "delayed": counts.delayed,
+                "dead_lettered": await self._dead_lettered(name, st),
             },
             "created_at": codec.rfc3339(st.created_ms),
         }
 
+    async def _dead_lettered(self, name: str, st: QueueState) -> int:
+        """Items waiting in the queue's dead-letter queue (where `dead: true` and items past
+        `max_attempts` go: its `dead_letter_queue`, else `{name}-dlq`), from any source that
+        shares it; 0 while that queue does not exist."""
+        target = st.attrs.dead_letter_queue or f"{name}-dlq"
+        try:
+            c = await self.engine.counts(target)
+        except (QueueDoesNotExist, InvalidArgument):
+            return 0
+        return c.visible + c.in_flight + c.delayed
+
     async def create(self, access: Access, doc: codec.Obj) -> dict[str, Any]:
-        codec.fields(doc, ("name", "attributes"))
+        codec.fields(doc, ("name", "fifo", "attributes"))
         name = queue_name(doc.get("name"))
+        if "fifo" in doc and codec.flag(doc, "fifo") != is_fifo_name(name):
+            raise bad_request(
+                "A FIFO queue's name ends in .fifo, and only a FIFO queue's does: 'fifo' is "
+                f"{str(doc['fifo']).lower()} but the name is {name!r}.",
+                "invalid_argument",
+            )
         access.require("create_queue", name)
         given = codec.obj(doc, "attributes") or {}
         attrs = parse_attributes(given, QueueAttrs(fifo=is_fifo_name(name)), name, access)

@@ -282,7 +282,11 @@ class Server:
             self.engine, self.clock, native_keys, self.admission.gate("native")
         )
         service = QueueService(
-            self.engine, self.clock, native_keys, self.admission.gate("grpc")
+            self.engine,
+            self.clock,
+            native_keys,
+            self.admission.gate("grpc"),
+            self.native.stats,  # one metric family, by transport
         )
         try:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
@@ -294,7 +298,12 @@ class Server:
         self.health.serving(
             self.store,
             self.engine.stats,
-            [self.sqs.metric_lines, self._depth_lines, lambda: admission_lines(self.admission)],
+            [
+                self.sqs.metric_lines,
+                self.native.stats.metric_lines,
+                self._depth_lines,
+                lambda: admission_lines(self.admission),
+            ],
         )
         log.info(
             "okuri %s serving SQS on %s, health on %s; store: %s; linger %d ms; peers reach "

@@ -24,6 +24,10 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
     ("dst",): ("okuri.sim.runner", "deterministic simulation: okuri dst [SEED] [--seeds N]"),
     ("bench", "cost"): ("okuri.bench.cost", "object-store requests per message"),
     ("bench", "sqs"): ("okuri.bench.sqs", "end-to-end SQS throughput of 1..N nodes, beside moto"),
+    ("bench", "native"): (
+        "okuri.bench.native",
+        "end-to-end native API throughput (batches of 100) beside the SQS surface's",
+    ),
     ("bench", "cluster"): (
         "okuri.bench.cluster",
         "nodes on one store SIGKILLed under load: nothing lost",
@@ -56,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_arguments(serve)
     commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
-    bench = commands.add_parser("bench", help="benchmarks: okuri bench cost|sqs|cluster|scaleout")
+    bench = commands.add_parser(
+        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout"
+    )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     for words, (_, text) in DELEGATES.items():
         if words[0] == "bench":

@@ -18,6 +18,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing newline
+    DEDUP_ID_ATTRIBUTE,
     QUEUE_NAME,
     Delivery,
     Engine,
@@ -53,7 +54,7 @@ SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent
 # name like it, and requests are shape-checked before dispatch.
 TRACE_PARAM = "okuri:X-Amzn-Trace-Id"
 TRACED_ACTIONS = frozenset({"SendMessage", "SendMessageBatch"})
-DEDUP_ID_KEY = "okuri.dedup"  # a FIFO message's MessageDeduplicationId, as given or derived
+DEDUP_ID_KEY = DEDUP_ID_ATTRIBUTE  # a FIFO message's MessageDeduplicationId, as given or derived
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]

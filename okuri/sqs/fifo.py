@@ -1,20 +1,20 @@
 """FIFO sends as SQS checks them: group and deduplication ids, and the key duplicates match on.
 
 Pure. The engine orders and deduplicates (okuri/engine/dedup.py); this module says what a FIFO
-SendMessage must carry and turns the queue's ContentBasedDeduplication and DeduplicationScope
-into the one key the engine compares.
+SendMessage must carry, in SQS's words. The rules themselves (the ids' form, content-based ids,
+the deduplication key) are the engine's (`okuri.engine`), shared with the native surface, so a
+native item and an SQS message with the same deduplication id are duplicates of each other.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from okuri.engine import QueueAttrs
+from okuri.engine import QueueAttrs, content_dedup_id, fifo_setting
+from okuri.engine import dedup_key as _dedup_key
 from okuri.sqs.errors import SqsError
 from okuri.sqs.messages import check_printable_id
-from okuri.sqs.queue_attributes import fifo_setting
 
 
 def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
@@ -28,9 +28,7 @@ def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
         )
     group = entry.get("MessageGroupId")
     if group is None:
-        raise SqsError(
-            "MissingParameter", "The request must contain the parameter MessageGroupId."
-        )
+        raise SqsError("MissingParameter", "The request must contain the parameter MessageGroupId.")
     check_printable_id("MessageGroupId", group)
     dedup = entry.get("MessageDeduplicationId")
     if dedup is None:
@@ -40,13 +38,11 @@ def check_send(entry: Mapping[str, Any], attrs: QueueAttrs) -> tuple[str, str]:
                 "The queue should either have ContentBasedDeduplication enabled or "
                 "MessageDeduplicationId provided explicitly",
             )
-        dedup = hashlib.sha256(str(entry["MessageBody"]).encode()).hexdigest()
+        dedup = content_dedup_id(str(entry["MessageBody"]).encode())
     check_printable_id("MessageDeduplicationId", dedup)
     return group, dedup
 
 
 def dedup_key(attrs: QueueAttrs, group: str, dedup: str) -> str:
     """What a duplicate must match: the id, within its group when the scope is messageGroup."""
-    if fifo_setting(attrs.extra, "DeduplicationScope") == "messageGroup":
-        return f"{group}\n{dedup}"
-    return dedup
+    return _dedup_key(attrs.extra, group, dedup)

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from okuri.engine import is_fifo_id
 from okuri.sqs.errors import SqsError
 
 
@@ -57,9 +58,6 @@ ALLOWED_CHARACTERS = "#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x100
 _FORBIDDEN_CHARACTER = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 _ATTRIBUTE_NAME_ASCII = frozenset(string.ascii_letters + string.digits + "_.-")
-# MessageGroupId, MessageDeduplicationId, ReceiveRequestAttemptId: 1-128 ASCII letters, digits
-# and punctuation (SQS's rule and text, recorded).
-_PRINTABLE_ID = re.compile(r"[!-~]{1,128}")
 _RESERVED_PREFIXES = ("aws.", "amazon.")
 _BASE_TYPES = ("String", "Number", "Binary")
 _TYPE_LABEL = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -328,8 +326,9 @@ def validate_message_group_id(group_id: str | None) -> None:
 
 
 def check_printable_id(name: str, value: Any) -> str:
-    """One of SQS's ids made of 1-128 ASCII letters, digits and punctuation (`name` says which)."""
-    if not isinstance(value, str) or not _PRINTABLE_ID.fullmatch(value):
+    """One of SQS's ids made of 1-128 ASCII letters, digits and punctuation (`name` says which;
+    the rule is the engine's, shared with the native surface; the text is SQS's, recorded)."""
+    if not isinstance(value, str) or not is_fifo_id(value):
         raise _invalid(
             f"Value {str(value)[:200]} for parameter {name} is invalid. Reason: "
             f"{name} can only include alphanumeric and punctuation characters. "

@@ -35,7 +35,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from okuri import limits
-from okuri.engine import QUEUE_NAME, QueueAttrs  # QUEUE_NAME: fullmatch ("$" admits "\n")
+from okuri.engine import (  # QUEUE_NAME: fullmatch ("$" admits "\n")
+    FIFO_SETTINGS,
+    QUEUE_NAME,
+    QueueAttrs,
+    fifo_setting,
+)
 from okuri.sqs.messages import SqsInputError
 
 __all__ = [
@@ -53,12 +58,9 @@ __all__ = [
 
 
 FIFO_SUFFIX = ".fifo"
-# FIFO-only attributes: name -> (allowed values, SQS's default).
-FIFO_ATTRIBUTES: dict[str, tuple[tuple[str, ...], str]] = {
-    "ContentBasedDeduplication": (("true", "false"), "false"),
-    "DeduplicationScope": (("queue", "messageGroup"), "queue"),
-    "FifoThroughputLimit": (("perQueue", "perMessageGroupId"), "perQueue"),
-}
+# FIFO-only attributes: name -> (allowed values, SQS's default); the engine's table, which the
+# native surface reads too.
+FIFO_ATTRIBUTES = FIFO_SETTINGS
 FIFO_NAME_MISMATCH = (
     "The name of a FIFO queue can only include alphanumeric characters, hyphens, or "
     "underscores, must end with .fifo suffix and be 1 to 80 in length."
@@ -437,11 +439,6 @@ def _fifo_value(name: str, raw: str) -> str:
         if raw == value or (name == "ContentBasedDeduplication" and raw.lower() == value):
             return value
     raise _bad_value(name)
-
-
-def fifo_setting(extra: Mapping[str, str], name: str) -> str:
-    """A FIFO attribute's value, SQS's default when never set."""
-    return extra.get(name, FIFO_ATTRIBUTES[name][1])
 
 
 # --- rendering ----------------------------------------------------------------------------------

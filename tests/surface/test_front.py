@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.server.app import Server
 from okuri.server.front import PREFACE
 from okuri.server.grpc_backend import GrpcBackend

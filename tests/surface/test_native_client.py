@@ -1,13 +1,16 @@
 """okuri.client against a real `okuri serve`: every method of `Client` and of `AsyncClient`
-(each scenario runs with both, through tests/clients.py), long-poll leases, retry now, later
-and dead, redrive, binary payloads, and the server's refusals as typed errors."""
+(each scenario runs with both, over HTTP/JSON and over gRPC, through tests/clients.py),
+long-poll leases, retry now, later and dead, redrive, binary payloads, and the server's
+refusals as typed errors: the same answers and the same errors on either wire."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,6 +19,7 @@ import pytest
 
 from okuri.bench.servers import free_port
 from okuri.client import (
+    NO_RETRIES,
     AsyncClient,
     AuthError,
     BadRequestError,
@@ -30,7 +34,7 @@ from okuri.client import (
     TransportError,
 )
 from okuri.principals.keyfile import create_key
-from tests.clients import KINDS, open_client
+from tests.clients import CLIENTS, open_client, over
 from tests.servers import ServerProcess, start_server
 
 ADMIN = "client-test-admin-key-0123456789"
@@ -64,14 +68,15 @@ def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[Ser
     proc.terminate()
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=CLIENTS)
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 def okuri(server: ServerProcess, kind: str) -> Iterator[Any]:
-    """An admin client of the server: a `Client`, or an `AsyncClient` driven call by call."""
+    """An admin client of the server: a `Client`, or an `AsyncClient` driven call by call, over
+    HTTP or gRPC."""
     with open_client(kind, server.url, ADMIN) as client:
         yield client
 
@@ -162,6 +167,29 @@ def test_text_binary_headers_and_dedup_round_trip_through_produce_and_lease(okur
     assert okuri.complete(name, text) == ["gone"]
 
 
+def test_a_fifo_queue_takes_groups_and_leases_them_in_order(okuri: Any) -> None:
+    name = fresh() + ".fifo"
+    queue = okuri.create_queue(name, content_based_dedup=True)
+    assert queue.fifo is True and queue.attributes.content_based_dedup is True
+    ids = okuri.produce(
+        name,
+        [
+            Item("a1", group="a", dedup_id="a1"),
+            Item("b1", group="b"),  # deduplicated by its content
+            Item("a2", group="a", dedup_id="a2"),
+            Item("b1", group="b"),  # the same content: a duplicate
+        ],
+    )
+    assert ids[3] == ids[1] and len(set(ids)) == 3
+    leased = lease_all(okuri, name, 3)
+    assert [(i.text, i.group) for i in leased] == [("a1", "a"), ("b1", "b"), ("a2", "a")]
+    numbers = [int(i.sequence_number or 0) for i in leased]
+    assert numbers == sorted(numbers) and 0 not in numbers
+    assert okuri.complete(name, leased) == ["completed"] * 3
+    standard = okuri.create_queue(fresh())
+    assert standard.attributes.content_based_dedup is None  # a FIFO queue's attribute only
+
+
 def test_an_item_scheduled_ahead_waits_as_delayed(okuri: Any) -> None:
     name = fresh()
     okuri.create_queue(name)
@@ -179,8 +207,11 @@ def test_a_long_poll_longer_than_the_clients_timeout_waits_instead_of_failing(
         assert okuri.lease(name, request_timeout_s=2) == []
 
 
-def test_a_waiting_lease_takes_an_item_produced_meanwhile_sync(server: ServerProcess) -> None:
-    with Client(server.url, ADMIN) as okuri:
+@pytest.mark.parametrize("wire", ["http", "grpc"])
+def test_a_waiting_lease_takes_an_item_produced_meanwhile_sync(
+    server: ServerProcess, wire: str
+) -> None:
+    with Client(over(wire, server.url), ADMIN) as okuri:
         name = fresh()
         okuri.create_queue(name)
         got: list[LeasedItem] = []
@@ -194,9 +225,12 @@ def test_a_waiting_lease_takes_an_item_produced_meanwhile_sync(server: ServerPro
     assert [i.text for i in got] == ["wake up"]
 
 
-def test_a_waiting_lease_takes_an_item_produced_meanwhile_async(server: ServerProcess) -> None:
+@pytest.mark.parametrize("wire", ["http", "grpc"])
+def test_a_waiting_lease_takes_an_item_produced_meanwhile_async(
+    server: ServerProcess, wire: str
+) -> None:
     async def scenario() -> list[LeasedItem]:
-        async with AsyncClient(server.url, ADMIN) as okuri:
+        async with AsyncClient(over(wire, server.url), ADMIN) as okuri:
             name = fresh()
             await okuri.create_queue(name)
             waiting = asyncio.create_task(okuri.lease(name, request_timeout_s=20))
@@ -300,3 +334,28 @@ def test_a_server_that_is_not_there_is_a_transport_error_after_bounded_tries(kin
     with c, pytest.raises(TransportError) as caught:
         c.get_queue("anything")
     assert caught.value.sent is False and caught.value.code == "connection_failed"
+
+
+def test_a_call_cut_off_mid_request_may_have_been_sent(tmp_path: Path, kind: str) -> None:
+    """The server dies under a waiting lease: the call certainly left, so `sent` (produce is
+    not retried after such a failure); both wires tell it from a connection never opened."""
+    env = {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": ADMIN}
+    proc = start_server(tmp_path, env)
+    try:
+        with (
+            open_client(kind, proc.url, ADMIN, retries=NO_RETRIES) as okuri,
+            ThreadPoolExecutor(max_workers=1) as pool,
+        ):
+            okuri.create_queue("cut-off")
+            waiting = pool.submit(okuri.lease, "cut-off", request_timeout_s=20)
+            deadline = time.monotonic() + 20
+            while 'okuri_inflight{kind="long_polls"} 1' not in proc.get("/metrics").text:
+                assert time.monotonic() < deadline, "the lease never started waiting"
+                assert not waiting.done(), waiting.result()
+                time.sleep(0.02)
+            proc.kill()
+            with pytest.raises(TransportError) as caught:
+                waiting.result(timeout=30)
+    finally:
+        proc.kill()
+    assert caught.value.sent is True and caught.value.code == "connection_failed"

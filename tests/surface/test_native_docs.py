@@ -1,6 +1,6 @@
-"""docs/native-api.md's curl, Python client and Python gRPC examples, run verbatim in order
-against a real `okuri serve` started with the document's admin key; only the address is
-replaced."""
+"""docs/native-api.md's curl, Python client (over HTTP and over gRPC) and Python gRPC examples,
+run verbatim in order against a real `okuri serve` started with the document's admin key; only
+the address is replaced."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients import over
 from tests.readme import block, environment, run_shell
 from tests.servers import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "native-api.md"
 DOC_URL = "http://localhost:8080"
+DOC_GRPC_URL = "grpc://localhost:8080"
 DOC_KEY = "change-me-to-a-long-random-key"
 
 
@@ -63,11 +65,16 @@ def test_the_python_client_examples_run_as_written(tmp_path: Path) -> None:
     )
     printed: dict[str, list[str]] = {}
     try:
-        for marker in ("native-python", "native-python-async"):
+        for marker, url in (
+            ("native-python", DOC_URL),
+            ("native-python-async", DOC_URL),
+            ("native-python-grpc", DOC_GRPC_URL),
+        ):
             script = block(marker, DOC)
-            assert DOC_URL in script and DOC_KEY in script
+            assert url in script and DOC_KEY in script
+            served = server.url if url == DOC_URL else over("grpc", server.url)
             done = subprocess.run(
-                [sys.executable, "-c", script.replace(DOC_URL, server.url)],
+                [sys.executable, "-c", script.replace(url, served)],
                 cwd=tmp_path,
                 env={**environment(), "PYTHONPATH": str(ROOT)},
                 capture_output=True,
@@ -88,6 +95,9 @@ def test_the_python_client_examples_run_as_written(tmp_path: Path) -> None:
         "redriven: 1",
         "['thumbnails', 'thumbnails-dlq']",
     ]
+    *leased, refused = printed["native-python-grpc"]
+    assert sorted(leased) == ["b'\\xff\\xd8' ['completed']", "b'a ' ['completed']"]
+    assert refused == "413 too_large"
 
 
 def test_the_python_grpc_example_runs_as_written(tmp_path: Path) -> None:
@@ -113,3 +123,37 @@ def test_the_python_grpc_example_runs_as_written(tmp_path: Path) -> None:
     assert leased.startswith("b'\\x89PNG...' {'size': '128'} 1 ")
     assert completed == "['completed']"
     assert refused.startswith("StatusCode.NOT_FOUND ") and refused.endswith(" queue_not_found")
+
+
+def test_the_grpcurl_lines_run_as_written(tmp_path: Path) -> None:
+    """With the real grpcurl (the dev tools install it beside the interpreter), which knows
+    the service only by reflection."""
+    bin_dir = str(Path(sys.executable).parent)
+    if shutil.which("grpcurl", path=bin_dir + os.pathsep + os.environ.get("PATH", "")) is None:
+        pytest.fail("grpcurl is needed: `make test` installs it with the dev tools")
+    server = start_server(
+        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": DOC_KEY}
+    )
+    try:
+        script = block("native-grpcurl", DOC)
+        assert "localhost:8080" in script and DOC_KEY in script
+        script = script.replace("localhost:8080", server.url.removeprefix("http://"))
+        env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+        proc = run_shell(script, tmp_path, timeout_s=60, env=env)
+    finally:
+        server.terminate()
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    services, rest = proc.stdout.split("{", 1)
+    assert services.split() == [
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "okuri.api.v1.QueueService",
+    ]
+    health, queue, produced, leased = (
+        json.loads(part) for part in ("{" + rest).replace("}\n{", "}\n\x00{").split("\x00")
+    )
+    assert health == {"status": "SERVING"}
+    assert queue["name"] == "postcards"
+    (item,) = leased["items"]
+    assert item["id"] == produced["ids"][0]
+    assert (item["payload"], item["headers"]) == ("aGVsbG8=", {"to": "ada"})

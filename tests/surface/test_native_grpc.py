@@ -26,9 +26,10 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 )
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.principals.keyfile import create_key
+from tests.grpc_calls import RPCS
 from tests.servers import Launch, ServerProcess, start_server
 
 ADMIN = "grpc-test-admin-key-0123456789"
@@ -260,7 +261,7 @@ def test_retry_now_later_and_dead_then_redrive_and_extend(
     again = lease_all(stub, name, 1)
     assert [(i.payload, i.attempts) for i in again] == [(b"now", 2)]
     stats = stub.GetQueue(pb.GetQueueRequest(queue=name), metadata=auth()).stats
-    assert stats == pb.QueueStats(visible=0, leased=3, delayed=0)  # "later" hides for an hour
+    assert stats == pb.QueueStats(visible=0, leased=3, delayed=0, dead_lettered=1)  # "later" hides
     assert stub.GetQueue(pb.GetQueueRequest(queue=dlq), metadata=auth()).stats.visible == 1
 
     moved = stub.Redrive(pb.RedriveRequest(queue=dlq, target=name), metadata=auth())
@@ -377,21 +378,6 @@ def test_http_sqs_and_grpc_interleave_on_the_same_port(
 # --- keys, roles, namespaces -------------------------------------------------------------------
 
 # Every RPC with a request that would be valid for queue {q}.
-RPCS: list[tuple[str, str, Callable[[str], Any]]] = [
-    ("create_queue", "CreateQueue", lambda q: pb.CreateQueueRequest(name=q)),
-    ("get_queue", "GetQueue", lambda q: pb.GetQueueRequest(queue=q)),
-    ("update_queue", "UpdateQueue",
-     lambda q: pb.UpdateQueueRequest(queue=q, attributes=pb.QueueAttributes(delay_s=1))),
-    ("delete_queue", "DeleteQueue", lambda q: pb.DeleteQueueRequest(queue=q)),
-    ("purge_queue", "PurgeQueue", lambda q: pb.PurgeQueueRequest(queue=q)),
-    ("produce", "Produce",
-     lambda q: pb.ProduceRequest(queue=q, items=[pb.ProduceItem(payload=b"x")])),
-    ("lease", "Lease", lambda q: pb.LeaseRequest(queue=q, max_items=1)),
-    ("complete", "Complete", lambda q: pb.CompleteRequest(queue=q, handles=["h"])),
-    ("retry", "Retry", lambda q: pb.RetryRequest(queue=q, items=[pb.RetryItem(handle="h")])),
-    ("extend", "Extend", lambda q: pb.ExtendRequest(queue=q, handles=["h"], lease_s=5)),
-    ("redrive", "Redrive", lambda q: pb.RedriveRequest(queue=q, target=q)),
-]  # fmt: skip
 READS = {"get_queue"}
 
 
@@ -547,3 +533,30 @@ def test_sigterm_answers_a_waiting_lease_and_ends_health_watches_then_exits_zero
         health_pb2.HealthCheckResponse.NOT_SERVING,
     ]
     assert "Traceback" not in server.log
+
+
+def test_fifo_over_grpc_groups_sequence_numbers_and_duplicates(
+    stub: pb_grpc.QueueServiceStub,
+) -> None:
+    name = fresh() + ".fifo"
+    made = stub.CreateQueue(pb.CreateQueueRequest(name=name, fifo=True), metadata=auth())
+    assert made.fifo
+    items = [
+        pb.ProduceItem(payload=b"a1", group="a", dedup_id="d1"),
+        pb.ProduceItem(payload=b"a2", group="a", dedup_id="d2"),
+        pb.ProduceItem(payload=b"a1 again", group="a", dedup_id="d1"),
+    ]
+    produced = stub.Produce(pb.ProduceRequest(queue=name, items=items), metadata=auth())
+    assert produced.ids[2] == produced.ids[0] and list(produced.duplicates) == [2]
+    assert len(produced.sequence_numbers) == 3
+    assert int(produced.sequence_numbers[0]) < int(produced.sequence_numbers[1])
+    got = lease_all(stub, name, 2)
+    assert [(i.payload, i.group) for i in got] == [(b"a1", "a"), (b"a2", "a")]
+    assert [i.sequence_number for i in got] == list(produced.sequence_numbers[:2])
+    refused = refusal(
+        lambda: stub.Produce(
+            pb.ProduceRequest(queue=name, items=[pb.ProduceItem(payload=b"x", dedup_id="d9")]),
+            metadata=auth(),
+        )
+    )
+    assert refused.code == grpc.StatusCode.INVALID_ARGUMENT and "group" in refused.message

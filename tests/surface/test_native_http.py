@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.principals.keyfile import create_key
 from tests.servers import Response, ServerProcess, start_server
 
@@ -111,7 +111,7 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(server: ServerProce
 
     ok(call(server, "POST", f"/v1/queues/{name}/messages", {"items": [{"body": "a"}] * 3}))
     got = ok(call(server, "GET", f"/v1/queues/{name}"))
-    assert got["stats"] == {"visible": 3, "leased": 0, "delayed": 0}
+    assert got["stats"] == {"visible": 3, "leased": 0, "delayed": 0, "dead_lettered": 0}
     ok(call(server, "POST", f"/v1/queues/{name}/lease", {"max_items": 1, "lease_s": 60}))
     stats = ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]
     # The node may lease a few ahead for its next lease (held half a second), as over SQS.
@@ -125,7 +125,7 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(server: ServerProce
 
     ok(call(server, "POST", f"/v1/queues/{name}/purge"))
     got = ok(call(server, "GET", f"/v1/queues/{name}"))
-    assert got["stats"] == {"visible": 0, "leased": 0, "delayed": 0}
+    assert got["stats"] == {"visible": 0, "leased": 0, "delayed": 0, "dead_lettered": 0}
 
     ok(call(server, "DELETE", f"/v1/queues/{name}"))
     assert error_code(call(server, "GET", f"/v1/queues/{name}"), 404) == "queue_not_found"
@@ -239,12 +239,14 @@ def test_retry_now_later_and_dead_then_redrive(server: ServerProcess) -> None:
     again = ok(call(server, "POST", f"/v1/queues/{name}/lease", lease))["items"]
     assert [(i["body"], i["attempts"]) for i in again] == [("now", 2)]
     stats = ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]
-    assert stats == {"visible": 0, "leased": 2, "delayed": 0}  # "later" is hidden for an hour
+    # "later" is hidden for an hour; "dead" waits in the dead-letter queue.
+    assert stats == {"visible": 0, "leased": 2, "delayed": 0, "dead_lettered": 1}
     in_dlq = ok(call(server, "GET", f"/v1/queues/{dlq}"))["stats"]
     assert in_dlq["visible"] == 1
 
     moved = ok(call(server, "POST", f"/v1/queues/{dlq}/redrive", {"target": name}))
     assert moved == {"moved": 1}
+    assert ok(call(server, "GET", f"/v1/queues/{name}"))["stats"]["dead_lettered"] == 0
     back = ok(call(server, "POST", f"/v1/queues/{name}/lease", lease))["items"]
     assert [i["body"] for i in back] == ["dead"]
 
@@ -517,7 +519,8 @@ GRPC_CASES: list[tuple[str, str, Message | bytes, str | None, grpc.StatusCode, s
     ("bad timestamp", "Produce",
      _produce(pb.ProduceItem(payload=b"x", enqueue_at=Timestamp(seconds=2**62))), ADMIN,
      GRPC.INVALID_ARGUMENT, "wrong_type"),
-    ("enqueue too far", "Produce", _produce(pb.ProduceItem(payload=b"x", enqueue_at=_ts(400 * 86400))),
+    ("enqueue too far", "Produce",
+     _produce(pb.ProduceItem(payload=b"x", enqueue_at=_ts(400 * 86400))),
      ADMIN, GRPC.INVALID_ARGUMENT, "out_of_range"),
     ("oversize item", "Produce", _produce(BIG_ITEM), ADMIN, GRPC.INVALID_ARGUMENT, "too_large"),
     ("lease too many", "Lease", pb.LeaseRequest(queue=Q, max_items=101), ADMIN,

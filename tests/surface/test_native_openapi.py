@@ -197,3 +197,29 @@ def test_real_answers_of_every_operation_validate_against_the_document(
     assert {op for op, status in api.checked if status == 200} == {
         d.operation["operationId"] for d in operations()
     } - {"openapi"}
+
+
+def test_fifo_answers_validate_against_the_document(http: httpx.Client) -> None:
+    """A FIFO queue's answers carry more: content_based_dedup, sequence numbers, duplicates,
+    each leased item's group and sequence number."""
+    api = Api(http)
+    name = fresh() + ".fifo"
+    created = api.ok(
+        "create_queue",
+        body={"name": name, "fifo": True, "attributes": {"content_based_dedup": True}},
+    )
+    assert created["attributes"]["content_based_dedup"] is True
+    api.ok("update_queue", name, {"attributes": {"content_based_dedup": False}})
+    items = [
+        {"body": "a", "group": "g", "dedup_id": "1"},
+        {"body_base64": "AP8=", "group": "g", "dedup_id": "2"},
+        {"body": "again", "group": "h", "dedup_id": "1"},
+    ]
+    produced = api.ok("produce", name, {"items": items})
+    assert produced["duplicates"] == [2] and len(produced["sequence_numbers"]) == 3
+    leased = api.ok("lease", name, {"max_items": 10})["items"]
+    assert [i["group"] for i in leased] == ["g", "g"]
+    assert [i["sequence_number"] for i in leased] == produced["sequence_numbers"][:2]
+    missing = api.call("produce", name, {"items": [{"body": "x", "dedup_id": "3"}]})
+    assert missing.status_code == 400
+    assert api.call("get_queue", name).status_code == 200

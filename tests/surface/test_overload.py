@@ -5,9 +5,10 @@ The bounds are filled deterministically: long polls on an empty queue, and reque
 headers are sent but whose bodies are held back (the server has admitted them and waits in its
 body read), each confirmed on /metrics before anything is asserted. Past a bound, SQS clients
 get RequestThrottled (429, which botocore with retries off reports and with retries on, legacy
-or standard, retries until it succeeds), the native API gets 429 `overloaded` with Retry-After,
-/readyz stays ready, peers are not shed, /metrics counts what was shed, and no acknowledged send
-is lost. Every wait is bounded; nothing asserts how long anything took.
+or standard, retries until it succeeds), the native API gets 429 `overloaded` with Retry-After
+(gRPC: RESOURCE_EXHAUSTED with the pushback trailer), which okuri.client waits out on either
+wire, /readyz stays ready, peers are not shed, /metrics counts what was shed, and no
+acknowledged send is lost. Every wait is bounded; nothing asserts how long anything took.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri import limits
-from okuri.native.pb import queue_service_pb2 as pb
-from okuri.native.pb import queue_service_pb2_grpc as pb_grpc
+from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
+from okuri.client import RetryPolicy
 from okuri.server.peers import PATH as PEER_PATH
+from tests.clients import CLIENTS, open_client
 from tests.servers import SQS_KEY, SQS_REGION, SQS_SECRET, Response, ServerProcess, http
 from tests.servers import start_server as start
 
@@ -128,7 +131,9 @@ def exhausted(server: ServerProcess, rpc: str, request: Any) -> None:
             getattr(stub, rpc)(request, metadata=(("authorization", f"Bearer {ADMIN}"),))
     err: Any = caught.value
     assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
-    assert dict(err.trailing_metadata())["okuri-error-code"] == "overloaded"
+    trailers = dict(err.trailing_metadata())
+    assert trailers["okuri-error-code"] == "overloaded"
+    assert trailers["grpc-retry-pushback-ms"] == str(limits.overload_retry_after_s * 1000)
 
 
 def query(server: ServerProcess, params: dict[str, str]) -> Response:
@@ -289,6 +294,44 @@ def test_requests_past_the_bound_are_throttled_and_retrying_clients_get_through(
         assert sending.result(timeout=WAIT_S * 2)["MessageId"]
     got = drain(server, url)
     assert sorted(got) == ["legacy", "standard"]  # and not the refused one
+
+
+class FreeingWhileWaiting(list[float]):
+    """The waits of an okuri.client between tries, recorded; the first frees `held`, as a
+    bound frees up while a client waits."""
+
+    def __init__(self, held: list[HeldBody]) -> None:
+        super().__init__()
+        self.held = held
+
+    def append(self, seconds: float) -> None:
+        super().append(seconds)
+        finish(self.held)
+        self.held.clear()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_the_python_client_waits_out_a_shed_produce_and_enqueues_it_once(
+    server: ServerProcess, kind: str
+) -> None:
+    """okuri.client, each client over each wire: its produce is shed while every request slot
+    is held, waited out for the server's Retry-After (over gRPC, grpc-retry-pushback-ms) while
+    the slots free up, then sent again and enqueued once."""
+    surface = "grpc" if kind.endswith("grpc") else "native"
+    queue = f"shed-{kind.replace('+', '-')}"
+    policy = RetryPolicy(attempts_max=2, backoff_s_base=0.1)
+    held: list[HeldBody] = []
+    slept = FreeingWhileWaiting(held)
+    with open_client(kind, server.url, ADMIN, retries=policy, slept=slept) as okuri:
+        okuri.create_queue(queue)
+        before = shed(server, surface, "requests")
+        held += hold_requests(server, REQUESTS_MAX)
+        [sent] = okuri.produce(queue, "through")
+        assert shed(server, surface, "requests") == before + 1
+        assert len(slept) == 1
+        assert limits.overload_retry_after_s <= slept[0] < limits.overload_retry_after_s + 0.1
+        leased = okuri.lease(queue, 10, request_timeout_s=1)
+    assert [(item.id, item.text) for item in leased] == [(sent, "through")]
 
 
 def test_bodies_past_the_byte_bound_are_throttled(server: ServerProcess) -> None:

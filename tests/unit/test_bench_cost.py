@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,45 @@ def test_cost_reports_progress_on_stderr_and_keeps_stdout_for_the_result(
     assert len(lines) == 3, captured.err  # two scenarios and the idle run, each as it starts
     assert "1/3: linger 100ms, 20 simulated s" in lines[0]
     assert "2/3: linger 500ms" in lines[1] and "3/3: one idle queue" in lines[2]
+
+
+def test_native_rows_are_priced_beside_the_sqs_row_of_the_same_linger_and_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        cost,
+        "SCENARIOS",
+        (cost.Scenario(100, 1000, 10.0), cost.Scenario(100, 1000, 10.0, native=True)),
+    )
+    result = cost.measure(2)
+    sqs_row, native_row = result["rows"]
+    assert (sqs_row["surface"], sqs_row["produce_batch"], sqs_row["lease_batch"]) == ("sqs", 1, 10)
+    assert (native_row["surface"], native_row["produce_batch"], native_row["lease_batch"]) == (
+        "native",
+        100,
+        100,
+    )
+    assert native_row["produced_messages"] % 100 == 0
+    # A lease and a complete of 100 land in one commit each: far fewer per message than 10's.
+    assert native_row["consumed"]["cas"] < sqs_row["consumed"]["cas"] / 2
+    [pair] = result["native_vs_sqs"]
+    assert (pair["native"], pair["sqs"]) == ("native 100ms @1000/s", "linger 100ms @1000/s")
+    assert pair["ratio"] == pytest.approx(
+        native_row["usd_per_million"] / sqs_row["usd_per_million"], abs=0.01
+    )
+    for side, row in (("native_by_class", native_row), ("sqs_by_class", sqs_row)):
+        total = sum(c["usd_per_million"] for c in pair[side].values())
+        assert total == pytest.approx(row["usd_per_million"], abs=0.01)
+    text = cost.render(result)
+    assert "native 100ms @1000/s" in text and "native/SQS" in text and "CAS commit" in text
+
+
+def test_the_cost_doc_has_a_row_for_every_scenario_and_the_native_comparison() -> None:
+    """docs/cost.md is pasted from `okuri bench cost` (too slow to rerun here): a row added to
+    the bench must be in the doc's table too."""
+    doc = (Path(__file__).parents[2] / "docs" / "cost.md").read_text()
+    table = doc.split("## Results", 1)[1].split("```")[1]
+    labels = [line[:24].strip() for line in table.splitlines()[3:] if line[:24].strip()]
+    for scenario in cost.SCENARIOS:
+        assert scenario.label() in labels, scenario.label()
+    assert "native surface (native 100ms @1000/s) against SQS surface" in table

@@ -3,10 +3,13 @@ service implements every RPC the .proto declares."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from okuri.api import generate
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import SystemClock
 from okuri.engine import Engine
 from okuri.native.grpc_service import SERVICE, QueueService
-from okuri.native.pb import generate
 from okuri.store.memory import MemoryStore
 
 
@@ -19,10 +22,12 @@ def test_checked_in_modules_match_a_fresh_generation_from_the_proto() -> None:
     assert not stale, f"{stale} differ from the .proto; run `make proto` and commit the result"
 
 
-def test_the_stubs_import_the_messages_from_their_checked_in_place() -> None:
+def test_the_modules_sit_in_the_python_package_named_as_the_proto_package() -> None:
     stubs = generate.render()["queue_service_pb2_grpc.py"].decode()
-    assert "from okuri.native.pb import queue_service_pb2 as" in stubs
-    assert "okuri.api.v1 import" not in stubs
+    assert "from okuri.api.v1 import queue_service_pb2 as" in stubs
+    assert Path(pb.__file__).resolve().parent == generate.HERE
+    assert pb.DESCRIPTOR.package == "okuri.api.v1"
+    assert pb.DESCRIPTOR.name == generate.PROTO
 
 
 def test_every_rpc_of_the_proto_has_an_implementation() -> None:

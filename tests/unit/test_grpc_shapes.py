@@ -9,10 +9,10 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.native import grpc_shapes
 from okuri.native.errors import NativeError
 from okuri.native.grpc_service import status_of
-from okuri.native.pb import queue_service_pb2 as pb
 
 
 def test_a_utf8_payload_travels_as_text_and_other_bytes_as_base64() -> None:

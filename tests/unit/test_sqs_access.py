@@ -4,8 +4,6 @@ refused with AWS's AccessDenied exactly as the one pure decision says."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,80 +12,11 @@ from okuri.principals.roles import ROLES, Principal, Role, decide
 from okuri.sqs.access import OPERATION_OF, authorize, checks, iam_action, narrow
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.errors import SqsError
-from okuri.sqs.move_tasks import encode_handle
-from okuri.sqs.shapes import ACTIONS, check_request
+from okuri.sqs.shapes import ACTIONS
+from tests.sqs_examples import EXAMPLES, SQS, redrive, request, url
 
 NAMESPACE = "team-a-"
 INSIDE, OUTSIDE = "team-a-jobs", "team-b-jobs"
-SQS = SqsActions(engine=None, account_id="123456789012")  # type: ignore[arg-type]  # naming only
-
-
-def url(name: str) -> str:
-    return f"http://localhost:8080/123456789012/{name}"
-
-
-def redrive(dlq: str) -> str:
-    return json.dumps({"deadLetterTargetArn": SQS.arn(dlq), "maxReceiveCount": 3})
-
-
-# One well-formed request per action, naming `queue` (and, where a request names two queues,
-# both the same side of the namespace line).
-EXAMPLES: dict[str, Callable[[str], dict[str, Any]]] = {
-    "CreateQueue": lambda q: {
-        "QueueName": q,
-        "Attributes": {"RedrivePolicy": redrive(q + "-dlq")},
-    },
-    "GetQueueUrl": lambda q: {"QueueName": q},
-    "ListQueues": lambda q: {"QueueNamePrefix": q},
-    "DeleteQueue": lambda q: {"QueueUrl": url(q)},
-    "PurgeQueue": lambda q: {"QueueUrl": url(q)},
-    "GetQueueAttributes": lambda q: {"QueueUrl": url(q), "AttributeNames": ["All"]},
-    "SetQueueAttributes": lambda q: {
-        "QueueUrl": url(q),
-        "Attributes": {"RedrivePolicy": redrive(q + "-dlq")},
-    },
-    "SendMessage": lambda q: {"QueueUrl": url(q), "MessageBody": "x"},
-    "SendMessageBatch": lambda q: {
-        "QueueUrl": url(q),
-        "Entries": [{"Id": "1", "MessageBody": "x"}],
-    },
-    "ReceiveMessage": lambda q: {"QueueUrl": url(q)},
-    "DeleteMessage": lambda q: {"QueueUrl": url(q), "ReceiptHandle": "h"},
-    "DeleteMessageBatch": lambda q: {
-        "QueueUrl": url(q),
-        "Entries": [{"Id": "1", "ReceiptHandle": "h"}],
-    },
-    "ChangeMessageVisibility": lambda q: {
-        "QueueUrl": url(q),
-        "ReceiptHandle": "h",
-        "VisibilityTimeout": 5,
-    },
-    "ChangeMessageVisibilityBatch": lambda q: {
-        "QueueUrl": url(q),
-        "Entries": [{"Id": "1", "ReceiptHandle": "h", "VisibilityTimeout": 5}],
-    },
-    "TagQueue": lambda q: {"QueueUrl": url(q), "Tags": {"team": "a"}},
-    "UntagQueue": lambda q: {"QueueUrl": url(q), "TagKeys": ["team"]},
-    "ListQueueTags": lambda q: {"QueueUrl": url(q)},
-    "ListDeadLetterSourceQueues": lambda q: {"QueueUrl": url(q)},
-    "StartMessageMoveTask": lambda q: {
-        "SourceArn": SQS.arn(q + "-dlq"),
-        "DestinationArn": SQS.arn(q),
-    },
-    "ListMessageMoveTasks": lambda q: {"SourceArn": SQS.arn(q + "-dlq")},
-    "CancelMessageMoveTask": lambda q: {"TaskHandle": encode_handle("t1", SQS.arn(q + "-dlq"))},
-    "AddPermission": lambda q: {
-        "QueueUrl": url(q),
-        "Label": "l",
-        "AWSAccountIds": ["111122223333"],
-        "Actions": ["SendMessage"],
-    },
-    "RemovePermission": lambda q: {"QueueUrl": url(q), "Label": "l"},
-}
-
-
-def request(action: str, queue: str) -> dict[str, Any]:
-    return check_request(action, EXAMPLES[action](queue))  # well-formed, as the surface checks
 
 
 def refusal(action: str, p: dict[str, Any], principal: Principal) -> SqsError | None:

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from okuri.native.pb import queue_service_pb2 as okuri_dot_api_dot_v1_dot_queue__service__pb2
+from okuri.api.v1 import queue_service_pb2 as okuri_dot_api_dot_v1_dot_queue__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

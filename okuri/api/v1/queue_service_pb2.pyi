@@ -10,28 +10,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class QueueAttributes(_message.Message):
-    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s")
+    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s", "content_based_dedup")
     LEASE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     RETENTION_S_FIELD_NUMBER: _ClassVar[int]
     DELAY_S_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_BASED_DEDUP_FIELD_NUMBER: _ClassVar[int]
     lease_timeout_s: int
     max_attempts: int
     dead_letter_queue: str
     retention_s: int
     delay_s: int
-    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ...) -> None: ...
+    content_based_dedup: bool
+    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ...) -> None: ...
 
 class QueueStats(_message.Message):
-    __slots__ = ("visible", "leased", "delayed")
+    __slots__ = ("visible", "leased", "delayed", "dead_lettered")
     VISIBLE_FIELD_NUMBER: _ClassVar[int]
     LEASED_FIELD_NUMBER: _ClassVar[int]
     DELAYED_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
     visible: int
     leased: int
     delayed: int
-    def __init__(self, visible: _Optional[int] = ..., leased: _Optional[int] = ..., delayed: _Optional[int] = ...) -> None: ...
+    dead_lettered: int
+    def __init__(self, visible: _Optional[int] = ..., leased: _Optional[int] = ..., delayed: _Optional[int] = ..., dead_lettered: _Optional[int] = ...) -> None: ...
 
 class Queue(_message.Message):
     __slots__ = ("name", "fifo", "attributes", "stats", "created_at")
@@ -48,12 +52,14 @@ class Queue(_message.Message):
     def __init__(self, name: _Optional[str] = ..., fifo: _Optional[bool] = ..., attributes: _Optional[_Union[QueueAttributes, _Mapping]] = ..., stats: _Optional[_Union[QueueStats, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CreateQueueRequest(_message.Message):
-    __slots__ = ("name", "attributes")
+    __slots__ = ("name", "attributes", "fifo")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    FIFO_FIELD_NUMBER: _ClassVar[int]
     name: str
     attributes: QueueAttributes
-    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Union[QueueAttributes, _Mapping]] = ...) -> None: ...
+    fifo: bool
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Union[QueueAttributes, _Mapping]] = ..., fifo: _Optional[bool] = ...) -> None: ...
 
 class GetQueueRequest(_message.Message):
     __slots__ = ("queue",)
@@ -110,7 +116,7 @@ class PurgeQueueResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ProduceItem(_message.Message):
-    __slots__ = ("payload", "headers", "dedup_id", "enqueue_at")
+    __slots__ = ("payload", "headers", "dedup_id", "enqueue_at", "group")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -122,11 +128,13 @@ class ProduceItem(_message.Message):
     HEADERS_FIELD_NUMBER: _ClassVar[int]
     DEDUP_ID_FIELD_NUMBER: _ClassVar[int]
     ENQUEUE_AT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
     payload: bytes
     headers: _containers.ScalarMap[str, str]
     dedup_id: str
     enqueue_at: _timestamp_pb2.Timestamp
-    def __init__(self, payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., dedup_id: _Optional[str] = ..., enqueue_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    group: str
+    def __init__(self, payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., dedup_id: _Optional[str] = ..., enqueue_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., group: _Optional[str] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
     __slots__ = ("queue", "items")
@@ -147,12 +155,16 @@ class ProduceError(_message.Message):
     def __init__(self, index: _Optional[int] = ..., code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
-    __slots__ = ("ids", "errors")
+    __slots__ = ("ids", "errors", "sequence_numbers", "duplicates")
     IDS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     errors: _containers.RepeatedCompositeFieldContainer[ProduceError]
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[_Union[ProduceError, _Mapping]]] = ...) -> None: ...
+    sequence_numbers: _containers.RepeatedScalarFieldContainer[str]
+    duplicates: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., errors: _Optional[_Iterable[_Union[ProduceError, _Mapping]]] = ..., sequence_numbers: _Optional[_Iterable[str]] = ..., duplicates: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class LeaseRequest(_message.Message):
     __slots__ = ("queue", "max_items", "lease_s", "request_timeout_s")
@@ -167,7 +179,7 @@ class LeaseRequest(_message.Message):
     def __init__(self, queue: _Optional[str] = ..., max_items: _Optional[int] = ..., lease_s: _Optional[int] = ..., request_timeout_s: _Optional[int] = ...) -> None: ...
 
 class LeasedItem(_message.Message):
-    __slots__ = ("id", "handle", "attempts", "lease_deadline", "enqueued_at", "payload", "headers")
+    __slots__ = ("id", "handle", "attempts", "lease_deadline", "enqueued_at", "payload", "headers", "group", "sequence_number")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +194,8 @@ class LeasedItem(_message.Message):
     ENQUEUED_AT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
     id: str
     handle: str
     attempts: int
@@ -189,7 +203,9 @@ class LeasedItem(_message.Message):
     enqueued_at: _timestamp_pb2.Timestamp
     payload: bytes
     headers: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., handle: _Optional[str] = ..., attempts: _Optional[int] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enqueued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    group: str
+    sequence_number: str
+    def __init__(self, id: _Optional[str] = ..., handle: _Optional[str] = ..., attempts: _Optional[int] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., enqueued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., group: _Optional[str] = ..., sequence_number: _Optional[str] = ...) -> None: ...
 
 class LeaseResponse(_message.Message):
     __slots__ = ("items",)

@@ -1,0 +1,59 @@
+"""The rules of a FIFO send that every surface shares: what group and deduplication ids may
+hold, the id content-based deduplication derives, the key duplicates match on, and the FIFO
+settings a queue keeps.
+
+Pure, and here rather than in a surface so that the SQS and native surfaces cannot disagree: a
+native item and an SQS message with the same deduplication id on the same FIFO queue are
+duplicates of each other because both surfaces turn the id into a key with `dedup_key`, and
+content-based deduplication derives the same id from the same bytes on both. The surfaces reach
+these names through `okuri.engine`'s public face.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+
+from okuri import limits
+
+# A queue's FIFO settings, kept in `QueueAttrs.extra` under SQS's attribute names (so a queue
+# made on either surface shows the same values on the other): name -> (allowed, default).
+FIFO_SETTINGS: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "ContentBasedDeduplication": (("true", "false"), "false"),
+    "DeduplicationScope": (("queue", "messageGroup"), "queue"),
+    "FifoThroughputLimit": (("perQueue", "perMessageGroupId"), "perQueue"),
+}
+
+# Where a FIFO message keeps its deduplication id as given (or derived from its body), so a
+# receive can show it; the engine's key may carry the group too (`dedup_key`).
+DEDUP_ID_ATTRIBUTE = "okuri.dedup"
+
+# Group and deduplication ids (and SQS's ReceiveRequestAttemptId): 1 to 128 ASCII letters,
+# digits and punctuation, SQS's rule (SQS bounds all three at the same 128).
+FIFO_ID = re.compile(rf"[!-~]{{1,{limits.dedup_id_chars_max}}}")
+FIFO_ID_RULE = f"1 to {limits.dedup_id_chars_max} ASCII letters, digits and punctuation (no spaces)"
+
+
+def fifo_setting(extra: Mapping[str, str], name: str) -> str:
+    """A FIFO setting's value, its default when never set."""
+    return extra.get(name, FIFO_SETTINGS[name][1])
+
+
+def is_fifo_id(value: object) -> bool:
+    """Whether `value` may be a message group id or a deduplication id."""
+    return isinstance(value, str) and FIFO_ID.fullmatch(value) is not None
+
+
+def content_dedup_id(body: bytes) -> str:
+    """The deduplication id of a send that gave none to a queue deduplicating by content: the
+    hex SHA-256 of the body's bytes (for a text body, of its UTF-8, as SQS derives it)."""
+    return hashlib.sha256(body).hexdigest()
+
+
+def dedup_key(extra: Mapping[str, str], group: str, dedup_id: str) -> str:
+    """What a duplicate must match on a queue with FIFO settings `extra`: the id, within its
+    group when the queue's DeduplicationScope is messageGroup."""
+    if fifo_setting(extra, "DeduplicationScope") == "messageGroup":
+        return f"{group}\n{dedup_id}"
+    return dedup_id
