@@ -203,10 +203,11 @@ class LeaseKeeper:
                 results = self.client.retry(batch.queue, handles, dead=True)
             else:
                 results = self.client.extend(batch.queue, handles, self.lease_s)
-        except OkuriClientError as err:
-            logger.warning(
-                "okuri: %s of %d message(s) of %r failed (%s); trying again",
-                batch.kind, len(handles), batch.queue, err,
+        except Exception as err:  # OkuriClientError, or a bug: either way, keep it to try again
+            level = logging.WARNING if isinstance(err, OkuriClientError) else logging.ERROR
+            logger.log(
+                level, "okuri: %s of %d message(s) of %r failed (%r); trying again",
+                batch.kind, len(handles), batch.queue, err, exc_info=level == logging.ERROR,
             )  # fmt: skip
             return False
         self._settle(batch, results, sent_at)

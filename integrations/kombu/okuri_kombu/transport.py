@@ -66,6 +66,10 @@ class Transport(virtual.Transport):
         OkuriClientError,
         QueueNameError,
     )
+    # What kombu's `ensure` (Celery's publish retries) retries after reconnecting: the connection
+    # errors; a refusal is not retried (without these, kombu would retry every error above).
+    recoverable_connection_errors = connection_errors
+    recoverable_channel_errors: tuple[type[BaseException], ...] = ()
 
     implements = virtual.Transport.implements.extend(
         asynchronous=False,

@@ -8,8 +8,9 @@ tests move by hand: a lease runs out when `now` passes its deadline. Tests asser
 (`items`, `queues`) and on the requests it answered (`requests`), never on mocks.
 
 Fault model: none by default; `fail_next(operation, status, code)` makes the next request of
-an operation answer that error once. Long polls do not wait: a lease answers at once with what
-is visible; finding nothing, it moves `now` on by its `request_timeout_s`, as if it had waited.
+an operation answer that error once, `crash_next(operation)` makes it raise in the client.
+Long polls do not wait: a lease answers at once with what is visible; finding nothing, it moves
+`now` on by its `request_timeout_s`, as if it had waited.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class FakeOkuri:
         self.requests: list[Seen] = []
         self._ids = 0
         self._faults: dict[str, tuple[int, str]] = {}
+        self._crashes: set[str] = set()
         self.forbid_create = False
 
     # --- for tests ---------------------------------------------------------------------------
@@ -95,6 +97,10 @@ class FakeOkuri:
 
     def fail_next(self, operation: str, status: int, code: str = "unavailable") -> None:
         self._faults[operation] = (status, code)
+
+    def crash_next(self, operation: str) -> None:
+        """The next request of `operation` raises in the client (as a bug would)."""
+        self._crashes.add(operation)
 
     def seen(self, operation: str) -> list[Seen]:
         return [r for r in self.requests if r.operation == operation]
@@ -134,6 +140,9 @@ class FakeOkuri:
                 queue = unquote(match.group(1)) if match.groups() else ""
                 doc = json.loads(request.content) if request.content else dict(request.url.params)
                 self.requests.append(Seen(operation, queue, doc))
+                if operation in self._crashes:
+                    self._crashes.discard(operation)
+                    raise RuntimeError(f"{operation} crashed on purpose")
                 if operation in self._faults:
                     status, code = self._faults.pop(operation)
                     return _error(status, code, f"{operation} failed on purpose")

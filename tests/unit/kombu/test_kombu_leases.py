@@ -164,6 +164,21 @@ class TestLeaseKeeper:
         self.keeper.run_once()
         assert self.fake.live("q") == [] and len(self.fake.seen("complete")) == 2
 
+    def test_a_send_that_crashes_keeps_its_finishes_to_send_again(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        first, second = self.lease(2)
+        self.keeper.ack(first)
+        self.keeper.dead(second)
+        self.fake.crash_next("complete")
+        with caplog.at_level(logging.ERROR, "okuri_kombu.keeper"):
+            self.keeper.run_once()
+        assert "complete of 1 message(s) of 'q' failed (RuntimeError" in caplog.text
+        assert [i.body for i in self.fake.live("q")] == [b"m0"]  # the dead one went
+        self.fake.now += self.keeper.retry_s
+        self.keeper.run_once()
+        assert self.fake.live("q") == []
+
     def test_a_failed_renewal_is_tried_again_after_the_retry_pause(self) -> None:
         self.lease(1)
         self.fake.now += LEASE_S / 2

@@ -9,12 +9,14 @@ import socket
 import ssl
 from typing import Any
 
+import certifi
 import pytest
 from fake_okuri import KEY, URL, FakeOkuri, fake_transport
 from kombu import Connection, Consumer, Exchange, Producer, Queue
 from okuri_kombu import SecureTransport, Transport
 from okuri_kombu.channel import MULTI_QUEUE_WAIT_S
 from okuri_kombu.names import QueueNameError
+from okuri_kombu.transport import _verify
 
 from okuri.client import AuthError, ForbiddenError, TransportError
 
@@ -46,12 +48,13 @@ class TestConnection:
         assert "a-secret-key" not in conn.as_uri()
         assert conn.as_uri() == "okuri://:**@h:8080//"
 
-    def test_tls_verification_follows_kombus_ssl_option(self, tmp_path: Any) -> None:
-        from okuri_kombu.transport import _verify
-
+    def test_tls_verification_follows_kombus_ssl_option(self) -> None:
         assert _verify(True) is True and _verify(None) is True
         assert _verify({"cert_reqs": ssl.CERT_NONE}) is False
-        assert isinstance(SecureTransport(Connection("okuris://k@h")).new_client(), object)
+        trusting = _verify({"ca_certs": certifi.where()})
+        assert isinstance(trusting, ssl.SSLContext) and trusting.get_ca_certs()
+        assert Connection("okuris://k@h").transport_cls == "okuris"
+        assert isinstance(Connection("okuris://k@h").transport, SecureTransport)
 
     def test_connecting_checks_that_okuri_answers_and_takes_the_key(self, fake: FakeOkuri) -> None:
         conn = Connection(URL, transport=fake_transport(fake))
@@ -67,6 +70,11 @@ class TestConnection:
             conn.transport.okuri.list_queues()
         assert isinstance(failed.value, TransportError) and not failed.value.sent
         assert socket.error in Transport.connection_errors
+        assert conn.recoverable_connection_errors == conn.connection_errors
+        assert conn.recoverable_channel_errors == ()
+        refused = AuthError(401, "bad_key", "no")
+        assert isinstance(refused, conn.channel_errors)
+        assert not isinstance(refused, conn.connection_errors)
         assert not conn.transport.implements.asynchronous
         assert not conn.transport.implements.exchange_type & {"fanout", "topic"}
 
