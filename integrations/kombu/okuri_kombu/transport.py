@@ -79,14 +79,16 @@ class Transport(virtual.Transport):
 
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)
-        self.options = Options.read(client.transport_options or {})
-        if client.transport_options.get("polling_interval") is None:
+        given = client.transport_options or {}
+        self.options = Options.read(given)
+        if given.get("polling_interval") is None:
             # A long poll waits on the server; a short one (wait_time_s 0) must pause here.
             self.polling_interval = 0.0 if self.options.wait_time_s else 1.0
         if client.userid and not client.password:  # okuri://KEY@host: mask KEY in logs
             client.password, client.userid = client.userid, None
         self.clock = time.monotonic
         self._okuri: Client | None = None
+        self._http: httpx.Client | None = None  # the okuri client's, closed with the connection
         self._keeper: LeaseKeeper | None = None
         self.conninfo: Any = client  # kombu's Connection (kombu types `client` as None)
         self._queues: dict[str, str] = {}  # kombu queue name -> okuri queue, declared
@@ -114,8 +116,10 @@ class Transport(virtual.Transport):
 
     def new_client(self) -> Client:
         """The okuri client this connection talks through (a test may override this)."""
-        http = httpx.Client(verify=_verify(self.conninfo.ssl))
-        return Client(self.base_url(), self.key(), timeout_s=self.options.timeout_s, http=http)
+        self._http = httpx.Client(verify=_verify(self.conninfo.ssl))
+        return Client(
+            self.base_url(), self.key(), timeout_s=self.options.timeout_s, http=self._http
+        )
 
     def new_keeper(self, client: Client) -> LeaseKeeper:
         """The lease keeper of this connection (a test may override this)."""
@@ -200,12 +204,14 @@ class Transport(virtual.Transport):
             super().close_connection(connection)  # the channels give their unacked back
         finally:
             with self._lock:
-                keeper, client = self._keeper, self._okuri
-                self._keeper = self._okuri = None
+                keeper, client, http = self._keeper, self._okuri, self._http
+                self._keeper = self._okuri = self._http = None
             if keeper is not None:
                 keeper.close()
             if client is not None:
                 client.close()
+            if http is not None:
+                http.close()
             self._queues.clear()
 
     @property
