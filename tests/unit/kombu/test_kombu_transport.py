@@ -76,7 +76,6 @@ class TestConnection:
         assert isinstance(refused, conn.channel_errors)
         assert not isinstance(refused, conn.connection_errors)
         assert not conn.transport.implements.asynchronous
-        assert not conn.transport.implements.exchange_type & {"fanout", "topic"}
 
 
 class TestQueues:
