@@ -369,5 +369,7 @@ class Channel(virtual.Channel):
         self._restore(message)
 
     def close(self) -> None:
+        connection = self.connection  # kombu's close unsets it
         super().close()
-        self.wake()
+        if connection is not None:
+            connection.ready.set()

@@ -5,6 +5,7 @@ default exchange, keys that may not declare, and kombu's `expires`, `message_ttl
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 from typing import Any
@@ -20,12 +21,16 @@ LEASE_S = 10
 
 
 def bodies(fake: FakeOkuri, queue: str) -> list[Any]:
-    """What kombu published to okuri queue `queue`: its messages' bodies, decoded."""
-    import base64
-
-    return [
-        json.loads(base64.b64decode(json.loads(item.body)["body"])) for item in fake.live(queue)
-    ]
+    """What kombu published to okuri queue `queue`: its messages' bodies, decoded (JSON, or
+    the text of a string kombu sent as text/plain)."""
+    got = []
+    for item in fake.live(queue):
+        message = json.loads(item.body)
+        body = base64.b64decode(message["body"])
+        got.append(
+            json.loads(body) if message["content-type"] == "application/json" else body.decode()
+        )
+    return got
 
 
 def declared(connect: Any, *queues: Queue) -> Any:
