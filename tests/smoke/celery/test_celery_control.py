@@ -30,6 +30,7 @@ from okuri.client import NotFoundError
 CONTROL_TIMEOUT_S = 5.0
 EVENTS_S = 30.0
 ABANDONED_EXPIRES_S = 2
+HELD_COUNTDOWN_S = 20  # the worker holds it meanwhile (reserved, in its eta timer)
 
 pytestmark = pytest.mark.parametrize("broker", ["okuri"], indirect=True)
 
@@ -91,17 +92,24 @@ def test_a_task_revoked_while_a_worker_holds_it_for_its_countdown_never_runs(
     start_worker: StartWorker, producer: Celery, records: Records, queue_name: str
 ) -> None:
     start_worker(queue_name)
-    held = producer.send_task("smoke.stamp", args=("held",), countdown=6, queue=queue_name)
-    inspect = producer.control.inspect(timeout=CONTROL_TIMEOUT_S)
+    held = producer.send_task(
+        "smoke.stamp", args=("held",), countdown=HELD_COUNTDOWN_S, queue=queue_name
+    )
+    # One worker named: each call returns with its reply, not after the whole timeout.
+    inspect = producer.control.inspect(["w1@smoke"], timeout=CONTROL_TIMEOUT_S)
 
     def reserved() -> bool:
         scheduled = inspect.scheduled() or {}
         return any(entry["request"]["id"] == held.id for entry in scheduled.get("w1@smoke", []))
 
-    _until(reserved, 30, "the worker to hold the countdown task")
-    replies = producer.control.revoke(held.id, reply=True, timeout=CONTROL_TIMEOUT_S)
+    _until(reserved, HELD_COUNTDOWN_S / 2, "the worker to hold the countdown task")
+    replies = producer.control.revoke(
+        held.id, destination=["w1@smoke"], reply=True, timeout=CONTROL_TIMEOUT_S
+    )
     assert replies and "w1@smoke" in replies[0]
-    after = producer.send_task("smoke.stamp", args=("after",), countdown=8, queue=queue_name)
+    after = producer.send_task(
+        "smoke.stamp", args=("after",), countdown=HELD_COUNTDOWN_S, queue=queue_name
+    )
     after.get(timeout=60, interval=0.1)  # due after the revoked one
     _until(lambda: held.state == "REVOKED", 30, "the revoked state")
     assert records.all("held") == []
