@@ -146,3 +146,13 @@ schedule_bucket_ms = 60_000
 schedule_scan_s = 300
 schedule_claim_ms = 60_000
 schedule_pages_max = 10  # LIST pages one scan reads (1,000 keys each)
+
+# Exchanges (okuri/core/exchanges.py, okuri/engine/exchanges.py): an exchange document holds
+# at most `exchange_bindings_max` bindings (it is read whole by every publishing node); a
+# routing or binding key is at most `routing_key_chars_max` characters (AMQP's shortstr). A
+# publish may route by a copy of the exchange at most `exchange_cache_ms` old on its node, so a
+# node publishing steadily reads each exchange once per period.
+exchange_name_chars_max = 80
+exchange_bindings_max = 1_000
+routing_key_chars_max = 255
+exchange_cache_ms = 1_000

@@ -111,6 +111,54 @@ class QueuePage:
 
 
 @dataclass(frozen=True, slots=True)
+class Binding:
+    """Queue `queue` receives what is published under keys matching `routing_key`."""
+
+    queue: str
+    routing_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """An exchange: its type ("direct", "topic" or "fanout") and its bindings."""
+
+    name: str
+    type: str
+    bindings: tuple[Binding, ...]
+    created_at: datetime
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> Exchange:
+        d = _obj(_obj(doc, "answer").get("exchange"), "exchange")
+        bindings = []
+        for b in _get(d, "bindings", list):
+            b = _obj(b, "binding")
+            bindings.append(Binding(_get(b, "queue", str), _get(b, "routing_key", str)))
+        return cls(
+            name=_get(d, "name", str),
+            type=_get(d, "type", str),
+            bindings=tuple(bindings),
+            created_at=_time(d, "created_at"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangePage:
+    """One page of exchange names; `next` is passed as `after` for the next page (None: last)."""
+
+    exchanges: tuple[str, ...]
+    next: str | None
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> ExchangePage:
+        d = _obj(doc, "exchange list")
+        names = _get(d, "exchanges", list)
+        if not all(isinstance(n, str) for n in names):
+            raise bad_answer("'exchanges' holds something other than names")
+        return cls(tuple(names), _opt(d, "next", str))
+
+
+@dataclass(frozen=True, slots=True)
 class LeasedItem:
     """One leased item. `handle` names this lease (complete, retry and extend take it, or the
     item itself); `attempts` counts leases, this one included; the lease ends no earlier than

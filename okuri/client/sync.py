@@ -20,7 +20,7 @@ import httpx
 from okuri.client import operations as ops
 from okuri.client.errors import OkuriClientError
 from okuri.client.http import TIMEOUT_S, HttpTransport
-from okuri.client.models import LeasedItem, Queue, QueuePage
+from okuri.client.models import Exchange, ExchangePage, LeasedItem, Queue, QueuePage
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
 from okuri.client.transport import Transport, is_grpc_url
@@ -199,6 +199,43 @@ class Client:
         """Move dead-letter queue `queue`'s items back to `target`, else each to the queue it
         came from; how many moved."""
         return self._run(ops.redrive(queue, target, max_items))
+
+    # --- exchanges ---------------------------------------------------------------------------
+
+    def create_exchange(self, name: str, type: str) -> Exchange:
+        """Declare exchange `name` of `type` ("direct", "topic" or "fanout"); declaring it
+        again with the same type answers it, with another raises ConflictError."""
+        return self._run(ops.create_exchange(name, type))
+
+    def get_exchange(self, name: str) -> Exchange:
+        """The exchange and its bindings (NotFoundError when it does not exist)."""
+        return self._run(ops.get_exchange(name))
+
+    def list_exchanges(
+        self, prefix: str = "", limit: int | None = None, after: str | None = None
+    ) -> ExchangePage:
+        """One page of exchange names starting with `prefix`, after `after` (a page's
+        `next`)."""
+        return self._run(ops.list_exchanges(prefix, limit, after))
+
+    def delete_exchange(self, name: str) -> None:
+        """Delete the exchange (its queues stay)."""
+        self._run(ops.delete_exchange(name))
+
+    def bind(self, exchange: str, queue: str, routing_key: str = "") -> Exchange:
+        """Bind `queue` (which must exist) to `exchange` under `routing_key`; binding it again
+        changes nothing."""
+        return self._run(ops.bind(exchange, queue, routing_key))
+
+    def unbind(self, exchange: str, queue: str, routing_key: str = "") -> Exchange:
+        """Remove that binding (one that is not there changes nothing)."""
+        return self._run(ops.unbind(exchange, queue, routing_key))
+
+    def publish(self, exchange: str, routing_key: str, items: Items) -> dict[str, list[str]]:
+        """Produce `items` to every queue `routing_key` reaches through `exchange`, each queue
+        once: queue name -> the items' ids there, in the server's order (empty: none reached).
+        Raises PartialProduceError when a queue refused some of them."""
+        return self._run(ops.publish(exchange, routing_key, items))
 
     # --- lifetime ----------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@
                                       items scheduled beyond the longest delay, due within the
                                       minute starting at `due` (okuri/engine/schedule.py);
                                       `.claim` beside it while a node moves them in
+    x/{exchange}                      an exchange: its type and bindings, CAS-advanced
+                                      (okuri/core/exchanges.py, okuri/engine/exchanges.py)
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -25,6 +27,7 @@ MANIFESTS = "m/"
 SEGMENTS = "s/"
 RECEIVE_ATTEMPTS = "a/"
 SCHEDULED = "t/"
+EXCHANGES = "x/"
 CLAIM = ".claim"
 
 
@@ -34,6 +37,14 @@ def manifest(queue: str) -> str:
 
 def queue_of_manifest(key: str) -> str:
     return key[len(MANIFESTS) :]
+
+
+def exchange(name: str) -> str:
+    return f"{EXCHANGES}{name}"
+
+
+def exchange_of_key(key: str) -> str:
+    return key[len(EXCHANGES) :]
 
 
 def segments_of_queue(queue: str) -> str:

@@ -21,6 +21,7 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
 from okuri.core.views import Counts, counts
 from okuri.engine.cache import SegmentCache
+from okuri.engine.exchanges import Exchanges
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
@@ -58,6 +59,9 @@ class Engine:
         self._queues: dict[str, Queue] = {}
         self._stopping = False
         self.moves = MoveTasks(self)
+        self.exchanges = Exchanges(
+            store, clock, self.stats, self.get_queue, self.cached_queue, self.send
+        )
 
     def runtime(self, name: str) -> Queue:
         """This node's view of queue `name` (whether or not the queue exists)."""

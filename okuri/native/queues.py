@@ -171,7 +171,7 @@ class Queues:
         codec.fields(query, ("prefix", "limit", "after"), "query")
         prefix = codec.text(query, "prefix", most=limits.queue_name_chars_max) or ""
         after = codec.text(query, "after", most=limits.queue_name_chars_max) or ""
-        limit = _query_int(query, "limit", limits.native_list_max)
+        limit = query_int(query, "limit", limits.native_list_max)
         prefix = access.list_prefix(prefix)
         names = await self.engine.list_queues(prefix, limit + 1, after)
         page = names[:limit]
@@ -190,7 +190,7 @@ class Queues:
         return {}
 
 
-def _query_int(query: codec.Obj, name: str, high: int) -> int:
+def query_int(query: codec.Obj, name: str, high: int) -> int:
     """A whole number from the query string (text there), 1 to `high`; `high` when absent."""
     raw = query.get(name)
     if raw is None:
