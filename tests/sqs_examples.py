@@ -82,3 +82,5 @@ EXAMPLES: dict[str, Callable[[str], dict[str, Any]]] = {
 
 def request(action: str, queue: str) -> dict[str, Any]:
     return check_request(action, EXAMPLES[action](queue))  # well-formed, as the surface checks
+
+

@@ -198,10 +198,7 @@ def test_items_are_leased_in_group_order_one_lease_of_a_group_at_a_time(
     assert [i["group"] for i in waited[0]] == ["a", "a"]
     complete(api, q, *rest, *waited[0])
     assert ok(api.get(f"/v1/queues/{q}"))["stats"] == {
-        "visible": 0,
-        "leased": 0,
-        "delayed": 0,
-        "dead_lettered": 0,
+        "visible": 0, "leased": 0, "delayed": 0, "dead_lettered": 0
     }
 
 

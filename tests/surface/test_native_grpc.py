@@ -129,7 +129,9 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(
 ) -> None:
     name, dlq = fresh(), fresh()
     stub.CreateQueue(pb.CreateQueueRequest(name=dlq), metadata=auth())
-    attrs = pb.QueueAttributes(lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq, delay_s=0)
+    attrs = pb.QueueAttributes(
+        lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq, delay_s=0
+    )
     created = stub.CreateQueue(pb.CreateQueueRequest(name=name, attributes=attrs), metadata=auth())
     assert created.name == name and not created.fifo
     assert created.attributes == pb.QueueAttributes(

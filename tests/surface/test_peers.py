@@ -56,9 +56,8 @@ def test_a_second_node_commits_through_the_leader(
         msgs = reply.get("Messages", [])
         got.update(m["Body"] for m in msgs)
         if msgs:
-            entries = [
-                {"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in enumerate(msgs)
-            ]
+            entries = [{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in
+                       enumerate(msgs)]
             deleted = sqs_b.delete_message_batch(QueueUrl=url, Entries=entries)
             assert not deleted.get("Failed")
         if got >= sent:

@@ -116,10 +116,8 @@ def test_fifo_send_errors(sqs: Any) -> None:
     cases = [
         ({"MessageDeduplicationId": "d"}, "MissingParameter"),
         ({"MessageGroupId": "g"}, "InvalidParameterValue"),
-        (
-            {"MessageGroupId": "g", "MessageDeduplicationId": "d", "DelaySeconds": 5},
-            "InvalidParameterValue",
-        ),
+        ({"MessageGroupId": "g", "MessageDeduplicationId": "d", "DelaySeconds": 5},
+         "InvalidParameterValue"),
         ({"MessageGroupId": "", "MessageDeduplicationId": "d"}, "InvalidParameterValue"),
         ({"MessageGroupId": "g" * 129, "MessageDeduplicationId": "d"}, "InvalidParameterValue"),
         ({"MessageGroupId": "g", "MessageDeduplicationId": "bad id"}, "InvalidParameterValue"),
@@ -170,12 +168,8 @@ def test_dead_letters_of_a_fifo_queue_keep_their_group_order(sqs: Any) -> None:
     sqs.send_message_batch(
         QueueUrl=url,
         Entries=[
-            {
-                "Id": str(i),
-                "MessageBody": f"m{i}",
-                "MessageGroupId": "g",
-                "MessageDeduplicationId": f"d{i}",
-            }
+            {"Id": str(i), "MessageBody": f"m{i}", "MessageGroupId": "g",
+             "MessageDeduplicationId": f"d{i}"}
             for i in range(3)
         ],
     )

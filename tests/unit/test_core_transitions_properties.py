@@ -176,7 +176,9 @@ def test_random_histories_keep_invariants_and_never_grant_a_finished_message(
     count=st.integers(1, 6),
     visibilities=st.lists(st.sampled_from([0, 100, 1_000]), min_size=1, max_size=12),
 )
-def test_any_receipt_deletes_and_changes_visibility(count: int, visibilities: list[int]) -> None:
+def test_any_receipt_deletes_and_changes_visibility(
+    count: int, visibilities: list[int]
+) -> None:
     """Whatever the history of receives, every receipt of a message deletes it and changes its
     visibility (as on SQS); a receipt from a receive that never happened is stale."""
     s = QueueState("q", "inc", T0, QueueAttrs(), modified_ms=T0)

@@ -16,7 +16,9 @@ from okuri.store.memory import MemoryStore
 def test_checked_in_modules_match_a_fresh_generation_from_the_proto() -> None:
     fresh = generate.render()
     assert sorted(fresh) == sorted(generate.OUTPUTS)
-    stale = [name for name, data in fresh.items() if (generate.HERE / name).read_bytes() != data]
+    stale = [
+        name for name, data in fresh.items() if (generate.HERE / name).read_bytes() != data
+    ]
     assert not stale, f"{stale} differ from the .proto; run `make proto` and commit the result"
 
 
