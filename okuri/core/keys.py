@@ -8,6 +8,9 @@
                                       items scheduled beyond the longest delay, due within the
                                       minute starting at `due` (okuri/engine/schedule.py);
                                       `.claim` beside it while a node moves them in
+    x/{queue}                         empty marker of a queue that may expire (its manifest has
+                                      expires_s): what each node's expiry sweeper LISTs
+                                      (okuri/engine/expiry.py)
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -25,6 +28,7 @@ MANIFESTS = "m/"
 SEGMENTS = "s/"
 RECEIVE_ATTEMPTS = "a/"
 SCHEDULED = "t/"
+EXPIRING = "x/"
 CLAIM = ".claim"
 
 
@@ -108,3 +112,14 @@ def parse_scheduled(key: str) -> ScheduledKey | None:
     return ScheduledKey(
         parts[0], parts[1], int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) is not None
     )
+
+
+def expiry_marker(queue: str) -> str:
+    return f"{EXPIRING}{queue}"
+
+
+def queue_of_expiry_marker(key: str) -> str | None:
+    """The queue an expiry marker names, or None for a key that is no marker."""
+    if not key.startswith(EXPIRING) or "/" in key[len(EXPIRING) :]:
+        return None
+    return key[len(EXPIRING) :] or None
