@@ -78,6 +78,21 @@ poll_ms_min = 50
 poll_ms_max = 1_000
 manifest_refresh_ms = 10_000
 sweep_interval_s = 3_600
+# Queue expiry (a native queue's `expires_s`, RabbitMQ's x-expires; okuri/core/expiry.py).
+expires_s_min = 1
+expires_s_max = 366 * 24 * 60 * 60
+# A use is written to the manifest only when the recorded one is older than this fraction of
+# expires_s, so a busy queue costs at most this many extra writes per expiry period.
+expiry_touch_fraction = 4
+# Every node LISTs the expiry markers this often (with +-25 % jitter from the clock), and reads
+# a marked queue's manifest only when what it last saw of it says it may have expired.
+expiry_sweep_s_default = 45
+expiry_sweep_s_max = 3_600
+# A marked queue whose manifest says it cannot expire soon is read again at least this often.
+expiry_recheck_s_max = 3_600
+# A tombstone (a manifest marked expired, kept while its node deletes it) older than this was
+# left by a node that died half-way: any node's sweeper finishes the deletion.
+expiry_tombstone_grace_s = 60
 
 # Leases taken ahead for a node's next receives: how many, and how long they wait unused (or
 # two commit windows, if longer) before they are handed back.

@@ -91,6 +91,7 @@ class AsyncClient:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
         with the same attributes answers the same queue; with others, ConflictError. A name
@@ -102,6 +103,7 @@ class AsyncClient:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return await self._run(ops.create_queue(name, attrs))
 
@@ -119,6 +121,7 @@ class AsyncClient:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
@@ -128,6 +131,7 @@ class AsyncClient:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return await self._run(ops.update_queue(name, attrs))
 

@@ -42,6 +42,7 @@ class QueueAttributes:
     retention_s: int
     delay_s: int
     content_based_dedup: bool | None = None  # FIFO queues only
+    expires_s: int | None = None  # deleted after this long unused; None: never
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueAttributes:
@@ -53,6 +54,7 @@ class QueueAttributes:
             retention_s=_get(d, "retention_s", int),
             delay_s=_get(d, "delay_s", int),
             content_based_dedup=_opt(d, "content_based_dedup", bool),
+            expires_s=_opt(d, "expires_s", int),
         )
 
 

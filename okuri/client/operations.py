@@ -65,6 +65,7 @@ def attributes(
     retention_s: int | Unset,
     delay_s: int | Unset,
     content_based_dedup: bool | Unset = UNSET,
+    expires_s: int | Unset | None = UNSET,
 ) -> Doc:
     """The attributes given (None clears max_attempts or dead_letter_queue)."""
     given = {
@@ -74,6 +75,7 @@ def attributes(
         "retention_s": retention_s,
         "delay_s": delay_s,
         "content_based_dedup": content_based_dedup,
+        "expires_s": expires_s,
     }
     return {k: v for k, v in given.items() if v is not UNSET}
 

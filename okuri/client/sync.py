@@ -94,6 +94,7 @@ class Client:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
         with the same attributes answers the same queue; with others, ConflictError. A name
@@ -105,6 +106,7 @@ class Client:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return self._run(ops.create_queue(name, attrs))
 
@@ -122,6 +124,7 @@ class Client:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
@@ -131,6 +134,7 @@ class Client:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return self._run(ops.update_queue(name, attrs))
 

@@ -103,6 +103,14 @@ _ATTRIBUTES: dict[str, Schema] = {
         limits.retention_s_default,
     ),
     "delay_s": integer(0, limits.delay_s_max, "How long a new item waits before it is visible.", 0),
+    "expires_s": {
+        "type": ["integer", "null"],
+        "minimum": limits.expires_s_min,
+        "maximum": limits.expires_s_max,
+        "description": "Delete the queue, with its items, once nobody has used it (leased, "
+        "waited on, read or declared it; producing does not count) for this long (RabbitMQ's "
+        "x-expires); null: never.",
+    },
 }
 # A FIFO queue's only (SQS's ContentBasedDeduplication); absent on a standard queue.
 _FIFO_ATTRIBUTES: dict[str, Schema] = {

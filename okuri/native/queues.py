@@ -33,6 +33,7 @@ ATTRIBUTES = (
     "retention_s",
     "delay_s",
     "content_based_dedup",
+    "expires_s",
 )
 CONTENT_BASED = "ContentBasedDeduplication"  # the SQS attribute content_based_dedup is
 
@@ -79,6 +80,11 @@ def parse_attributes(doc: codec.Obj, base: QueueAttrs, name: str, access: Access
                 )
             access.require("create_queue", dlq)
         attrs = replace(attrs, dead_letter_queue=dlq)
+    if "expires_s" in doc:  # null: never
+        attrs = replace(
+            attrs,
+            expires_s=codec.integer(doc, "expires_s", limits.expires_s_min, limits.expires_s_max),
+        )
     if "content_based_dedup" in doc:
         if not is_fifo_name(name):
             raise bad_request(
@@ -100,6 +106,7 @@ def render_attributes(attrs: QueueAttrs) -> dict[str, Any]:
         "dead_letter_queue": attrs.dead_letter_queue,
         "retention_s": attrs.retention_s,
         "delay_s": attrs.delay_s,
+        "expires_s": attrs.expires_s,
     }
     if attrs.fifo:
         out["content_based_dedup"] = fifo_setting(attrs.extra, CONTENT_BASED) == "true"

@@ -10,20 +10,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class QueueAttributes(_message.Message):
-    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s", "content_based_dedup")
+    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s", "content_based_dedup", "expires_s")
     LEASE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     RETENTION_S_FIELD_NUMBER: _ClassVar[int]
     DELAY_S_FIELD_NUMBER: _ClassVar[int]
     CONTENT_BASED_DEDUP_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_S_FIELD_NUMBER: _ClassVar[int]
     lease_timeout_s: int
     max_attempts: int
     dead_letter_queue: str
     retention_s: int
     delay_s: int
     content_based_dedup: bool
-    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ...) -> None: ...
+    expires_s: int
+    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ..., expires_s: _Optional[int] = ...) -> None: ...
 
 class QueueStats(_message.Message):
     __slots__ = ("visible", "leased", "delayed", "dead_lettered")
