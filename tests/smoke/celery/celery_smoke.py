@@ -41,7 +41,7 @@ WORKER_START_S = 60.0  # cold interpreters importing celery and boto3 on a busy 
 WORKER_STOP_S = 10.0  # a warm shutdown waits for running tasks; after this, SIGKILL
 WAIT_POLL_S = 0.1
 VISIBILITY_S = smoke_app.VISIBILITY_S
-EXPIRY_SWEEP_S = 45  # okuri's default expiry sweep period (limits.expiry_sweep_s_default)
+EXPIRY_SWEEP_S = 2  # the server's OKURI_EXPIRY_SWEEP_S here (45 s by default)
 
 
 @dataclass
