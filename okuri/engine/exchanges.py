@@ -69,6 +69,9 @@ class ExchangeCodec:
     def has_token(self, state: ExchangeState, token: str) -> bool:
         return token in state.tokens
 
+    def gone(self, state: ExchangeState) -> bool:
+        return False  # exchanges are deleted outright, never left as tombstones
+
 
 class Exchanges:
     def __init__(
