@@ -15,7 +15,6 @@ its blocking loop, which drains with a timeout of two seconds. See okuri_kombu/c
 from __future__ import annotations
 
 import contextlib
-import inspect
 import socket
 import ssl
 import threading
@@ -171,8 +170,6 @@ class Transport(virtual.Transport):
             return name
         name = self.okuri_name(queue)
         attributes = {**self.options.attributes_for(queue), **self.arguments(queue).attributes()}
-        if "expires_s" in attributes and not _takes_expires(self.okuri):
-            del attributes["expires_s"]  # an okuri.client from before queue expiry
         try:
             self.okuri.create_queue(name, **attributes)
         except ConflictError:
@@ -286,11 +283,6 @@ class SecureTransport(Transport):
 
     scheme = "https"
     default_port = 443
-
-
-def _takes_expires(client: Client) -> bool:
-    """Whether `client.create_queue` takes `expires_s` (okuri.client has it with queue expiry)."""
-    return "expires_s" in inspect.signature(client.create_queue).parameters
 
 
 def _verify(options: object) -> bool | ssl.SSLContext:
