@@ -65,6 +65,14 @@ class QueueAlreadyExists(QueueError):
     """A queue of that name exists with different attributes."""
 
 
+class ExchangeDoesNotExist(QueueError):
+    pass
+
+
+class ExchangeAlreadyExists(QueueError):
+    """An exchange of that name exists with another type."""
+
+
 class InvalidArgument(QueueError):
     """The request is malformed or out of range; `field` names the offending input."""
 

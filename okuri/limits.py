@@ -78,6 +78,21 @@ poll_ms_min = 50
 poll_ms_max = 1_000
 manifest_refresh_ms = 10_000
 sweep_interval_s = 3_600
+# Queue expiry (a native queue's `expires_s`, RabbitMQ's x-expires; okuri/core/expiry.py).
+expires_s_min = 1
+expires_s_max = 366 * 24 * 60 * 60
+# A use is written to the manifest only when the recorded one is older than this fraction of
+# expires_s, so a busy queue costs at most this many extra writes per expiry period.
+expiry_touch_fraction = 4
+# Every node LISTs the expiry markers this often (with +-25 % jitter from the clock), and reads
+# a marked queue's manifest only when what it last saw of it says it may have expired.
+expiry_sweep_s_default = 45
+expiry_sweep_s_max = 3_600
+# A marked queue whose manifest says it cannot expire soon is read again at least this often.
+expiry_recheck_s_max = 3_600
+# A tombstone (a manifest marked expired, kept while its node deletes it) older than this was
+# left by a node that died half-way: any node's sweeper finishes the deletion.
+expiry_tombstone_grace_s = 60
 
 # Leases taken ahead for a node's next receives: how many, and how long they wait unused (or
 # two commit windows, if longer) before they are handed back.
@@ -146,3 +161,13 @@ schedule_bucket_ms = 60_000
 schedule_scan_s = 300
 schedule_claim_ms = 60_000
 schedule_pages_max = 10  # LIST pages one scan reads (1,000 keys each)
+
+# Exchanges (okuri/core/exchanges.py, okuri/engine/exchanges.py): an exchange document holds
+# at most `exchange_bindings_max` bindings (it is read whole by every publishing node); a
+# routing or binding key is at most `routing_key_chars_max` characters (AMQP's shortstr). A
+# publish may route by a copy of the exchange at most `exchange_cache_ms` old on its node, so a
+# node publishing steadily reads each exchange once per period.
+exchange_name_chars_max = 80
+exchange_bindings_max = 1_000
+routing_key_chars_max = 255
+exchange_cache_ms = 1_000

@@ -34,7 +34,17 @@ from okuri.client.errors import (
     UnavailableError,
 )
 from okuri.client.http import AsyncHttpTransport, HttpTransport
-from okuri.client.models import Item, LeasedItem, Queue, QueueAttributes, QueuePage, QueueStats
+from okuri.client.models import (
+    Binding,
+    Exchange,
+    ExchangePage,
+    Item,
+    LeasedItem,
+    Queue,
+    QueueAttributes,
+    QueuePage,
+    QueueStats,
+)
 from okuri.client.retries import NO_RETRIES, RetryPolicy
 from okuri.client.sync import Client
 from okuri.client.transport import OPERATIONS, AsyncTransport, Operation, Request, Transport
@@ -63,8 +73,11 @@ __all__ = [
     "AsyncTransport",
     "AuthError",
     "BadRequestError",
+    "Binding",
     "Client",
     "ConflictError",
+    "Exchange",
+    "ExchangePage",
     "ForbiddenError",
     "GrpcTransport",
     "HttpTransport",

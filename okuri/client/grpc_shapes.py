@@ -56,8 +56,21 @@ RPCS: Mapping[Operation, str] = {
     "retry": "Retry",
     "extend": "Extend",
     "redrive": "Redrive",
+    "create_exchange": "CreateExchange",
+    "get_exchange": "GetExchange",
+    "list_exchanges": "ListExchanges",
+    "delete_exchange": "DeleteExchange",
+    "bind": "BindQueue",
+    "unbind": "UnbindQueue",
+    "publish": "Publish",
 }
-NAMED_IN_DOC: frozenset[Operation] = frozenset({"create_queue", "list_queues"})
+NAMED_IN_DOC: frozenset[Operation] = frozenset(
+    {"create_queue", "list_queues", "create_exchange", "list_exchanges"}
+)
+# Operations on an exchange: the name they act on is the field `exchange`.
+ON_EXCHANGE: frozenset[Operation] = frozenset(
+    {"get_exchange", "delete_exchange", "bind", "unbind", "publish"}
+)
 ATTRIBUTES = tuple(f.name for f in pb.QueueAttributes.DESCRIPTOR.fields)
 FIFO_ATTRIBUTES = frozenset({"content_based_dedup"})  # absent from a standard queue's answer
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -96,9 +109,11 @@ RPC: Mapping[Operation, Rpc] = {op: _rpc(name) for op, name in RPCS.items()}
 def to_message(request: Request) -> Message:
     """The RPC's request message for `request`."""
     doc: Doc = dict(request.doc)
-    if request.operation not in NAMED_IN_DOC:
+    if request.operation in ON_EXCHANGE:
+        doc["exchange"] = request.queue
+    elif request.operation not in NAMED_IN_DOC:
         doc["queue"] = request.queue
-    if request.operation == "produce":
+    if request.operation in ("produce", "publish"):
         doc["items"] = [_produce_item(item) for item in doc.get("items", ())]
     elif request.operation == "update_queue":
         doc.update(_update_attributes(doc.get("attributes")))
@@ -210,6 +225,21 @@ def _results(m: Any) -> Doc:
     return {"results": list(m.results)}
 
 
+def _exchange(m: pb.Exchange) -> Doc:
+    return {
+        "exchange": {
+            "name": m.name,
+            "type": m.type,
+            "bindings": [{"queue": b.queue, "routing_key": b.routing_key} for b in m.bindings],
+            "created_at": rfc3339(m.created_at),
+        }
+    }
+
+
+def _published(m: pb.PublishResponse) -> Doc:
+    return {"routed": [{"queue": r.queue, **_produced(r.produced)} for r in m.routed]}
+
+
 _READERS: Mapping[str, Callable[[Any], Doc]] = {
     "Queue": _queue,
     "ListQueuesResponse": _queues,
@@ -221,4 +251,11 @@ _READERS: Mapping[str, Callable[[Any], Doc]] = {
     "RetryResponse": _results,
     "ExtendResponse": _results,
     "RedriveResponse": lambda m: {"moved": m.moved},
+    "Exchange": _exchange,
+    "ListExchangesResponse": lambda m: {
+        "exchanges": list(m.exchanges),
+        "next": _optional(m, "next"),
+    },
+    "DeleteExchangeResponse": lambda m: {},
+    "PublishResponse": _published,
 }

@@ -20,8 +20,8 @@ from okuri import __version__
 from okuri.client.errors import TransportError, bad_answer, from_answer
 from okuri.client.transport import Doc, Operation, Request
 
-# operation -> (method, path); `{queue}` is the queue's name. The server's table is
-# okuri/native/routes.py; a unit test holds the two equal.
+# operation -> (method, path); `{queue}` is the queue's name, `{exchange}` the exchange's. The
+# server's table is okuri/native/routes.py; a unit test holds the two equal.
 ROUTES: Mapping[Operation, tuple[str, str]] = {
     "list_queues": ("GET", "/v1/queues"),
     "create_queue": ("POST", "/v1/queues"),
@@ -35,6 +35,13 @@ ROUTES: Mapping[Operation, tuple[str, str]] = {
     "retry": ("POST", "/v1/queues/{queue}/retry"),
     "extend": ("POST", "/v1/queues/{queue}/extend"),
     "redrive": ("POST", "/v1/queues/{queue}/redrive"),
+    "list_exchanges": ("GET", "/v1/exchanges"),
+    "create_exchange": ("POST", "/v1/exchanges"),
+    "get_exchange": ("GET", "/v1/exchanges/{exchange}"),
+    "delete_exchange": ("DELETE", "/v1/exchanges/{exchange}"),
+    "bind": ("POST", "/v1/exchanges/{exchange}/bind"),
+    "unbind": ("POST", "/v1/exchanges/{exchange}/unbind"),
+    "publish": ("POST", "/v1/exchanges/{exchange}/messages"),
 }
 USER_AGENT = f"okuri-client/{__version__}"
 TIMEOUT_S = 10.0
@@ -52,7 +59,8 @@ class HttpRequest:
 def to_http(request: Request, timeout_s: float) -> HttpRequest:
     """The HTTP request for `request`; a long poll's `wait_s` lengthens the timeout."""
     method, template = ROUTES[request.operation]
-    path = template.replace("{queue}", quote(request.queue, safe=""))
+    name = quote(request.queue, safe="")
+    path = template.replace("{queue}", name).replace("{exchange}", name)
     params: dict[str, str] = {}
     body: bytes | None = None
     if method == "GET":

@@ -42,6 +42,7 @@ class QueueAttributes:
     retention_s: int
     delay_s: int
     content_based_dedup: bool | None = None  # FIFO queues only
+    expires_s: int | None = None  # deleted after this long unused; None: never
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueAttributes:
@@ -53,6 +54,7 @@ class QueueAttributes:
             retention_s=_get(d, "retention_s", int),
             delay_s=_get(d, "delay_s", int),
             content_based_dedup=_opt(d, "content_based_dedup", bool),
+            expires_s=_opt(d, "expires_s", int),
         )
 
 
@@ -107,6 +109,54 @@ class QueuePage:
         names = _get(d, "queues", list)
         if not all(isinstance(n, str) for n in names):
             raise bad_answer("'queues' holds something other than names")
+        return cls(tuple(names), _opt(d, "next", str))
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """Queue `queue` receives what is published under keys matching `routing_key`."""
+
+    queue: str
+    routing_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """An exchange: its type ("direct", "topic" or "fanout") and its bindings."""
+
+    name: str
+    type: str
+    bindings: tuple[Binding, ...]
+    created_at: datetime
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> Exchange:
+        d = _obj(_obj(doc, "answer").get("exchange"), "exchange")
+        bindings = []
+        for b in _get(d, "bindings", list):
+            b = _obj(b, "binding")
+            bindings.append(Binding(_get(b, "queue", str), _get(b, "routing_key", str)))
+        return cls(
+            name=_get(d, "name", str),
+            type=_get(d, "type", str),
+            bindings=tuple(bindings),
+            created_at=_time(d, "created_at"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangePage:
+    """One page of exchange names; `next` is passed as `after` for the next page (None: last)."""
+
+    exchanges: tuple[str, ...]
+    next: str | None
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> ExchangePage:
+        d = _obj(doc, "exchange list")
+        names = _get(d, "exchanges", list)
+        if not all(isinstance(n, str) for n in names):
+            raise bad_answer("'exchanges' holds something other than names")
         return cls(tuple(names), _opt(d, "next", str))
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from okuri.client.errors import PartialProduceError, bad_answer
-from okuri.client.models import Item, LeasedItem, Queue, QueuePage
+from okuri.client.models import Exchange, ExchangePage, Item, LeasedItem, Queue, QueuePage
 from okuri.client.transport import Doc, Operation, Request
 
 T = TypeVar("T")
@@ -65,6 +65,7 @@ def attributes(
     retention_s: int | Unset,
     delay_s: int | Unset,
     content_based_dedup: bool | Unset = UNSET,
+    expires_s: int | Unset | None = UNSET,
 ) -> Doc:
     """The attributes given (None clears max_attempts or dead_letter_queue)."""
     given = {
@@ -74,6 +75,7 @@ def attributes(
         "retention_s": retention_s,
         "delay_s": delay_s,
         "content_based_dedup": content_based_dedup,
+        "expires_s": expires_s,
     }
     return {k: v for k, v in given.items() if v is not UNSET}
 
@@ -219,6 +221,61 @@ def _results(doc: Doc) -> list[str]:
     if not isinstance(results, list) or not all(isinstance(r, str) for r in results):
         raise bad_answer("'results' is not a list of outcomes")
     return results
+
+
+# --- exchanges -------------------------------------------------------------------------------
+
+
+def create_exchange(name: str, type: str) -> Call[Exchange]:
+    return _call("create_exchange", "", {"name": name, "type": type}, Exchange.from_doc)
+
+
+def get_exchange(name: str) -> Call[Exchange]:
+    return _call("get_exchange", name, {}, Exchange.from_doc)
+
+
+def list_exchanges(
+    prefix: str = "", limit: int | None = None, after: str | None = None
+) -> Call[ExchangePage]:
+    doc = {"prefix": prefix, "limit": limit, "after": after}
+    given = {k: v for k, v in doc.items() if v is not None and v != ""}
+    return _call("list_exchanges", "", given, ExchangePage.from_doc)
+
+
+def delete_exchange(name: str) -> Call[None]:
+    return _call("delete_exchange", name, {}, _none)
+
+
+def bind(exchange: str, queue: str, routing_key: str = "") -> Call[Exchange]:
+    doc = {"queue": queue, "routing_key": routing_key}
+    return _call("bind", exchange, doc, Exchange.from_doc)
+
+
+def unbind(exchange: str, queue: str, routing_key: str = "") -> Call[Exchange]:
+    doc = {"queue": queue, "routing_key": routing_key}
+    return _call("unbind", exchange, doc, Exchange.from_doc)
+
+
+def publish(exchange: str, routing_key: str, items: Items) -> Call[dict[str, list[str]]]:
+    if isinstance(items, bytes | str | Item):
+        items = [items]
+    doc = {"routing_key": routing_key, "items": [_item(i) for i in items]}
+    return _call("publish", exchange, doc, _routed)
+
+
+def _routed(doc: Doc) -> dict[str, list[str]]:
+    """Queue name -> the ids of the items produced there, in the server's order; raises
+    PartialProduceError (for the first queue that refused some) as produce does."""
+    routed = doc.get("routed")
+    if not isinstance(routed, list) or not all(isinstance(r, dict) for r in routed):
+        raise bad_answer("'routed' is not a list of queues")
+    out: dict[str, list[str]] = {}
+    for r in routed:
+        queue = r.get("queue")
+        if not isinstance(queue, str):
+            raise bad_answer("a routed entry has no queue")
+        out[queue] = _ids(r)
+    return out
 
 
 def rfc3339(when: datetime, name: str) -> str:

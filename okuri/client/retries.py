@@ -31,7 +31,7 @@ from okuri.client.errors import (
 )
 from okuri.client.transport import Operation
 
-NOT_RETRIED_WHEN_UNSURE: frozenset[Operation] = frozenset({"produce"})
+NOT_RETRIED_WHEN_UNSURE: frozenset[Operation] = frozenset({"produce", "publish"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ import httpx
 from okuri.client import operations as ops
 from okuri.client.errors import OkuriClientError
 from okuri.client.http import TIMEOUT_S, HttpTransport
-from okuri.client.models import LeasedItem, Queue, QueuePage
+from okuri.client.models import Exchange, ExchangePage, LeasedItem, Queue, QueuePage
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
 from okuri.client.transport import Transport, is_grpc_url
@@ -94,6 +94,7 @@ class Client:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Create a queue; attributes not given take the server's defaults. Creating it again
         with the same attributes answers the same queue; with others, ConflictError. A name
@@ -105,6 +106,7 @@ class Client:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return self._run(ops.create_queue(name, attrs))
 
@@ -122,6 +124,7 @@ class Client:
         retention_s: int | Unset = UNSET,
         delay_s: int | Unset = UNSET,
         content_based_dedup: bool | Unset = UNSET,
+        expires_s: int | Unset | None = UNSET,
     ) -> Queue:
         """Change the attributes given (None clears max_attempts or dead_letter_queue)."""
         attrs = ops.attributes(
@@ -131,6 +134,7 @@ class Client:
             retention_s,
             delay_s,
             content_based_dedup,
+            expires_s,
         )
         return self._run(ops.update_queue(name, attrs))
 
@@ -199,6 +203,43 @@ class Client:
         """Move dead-letter queue `queue`'s items back to `target`, else each to the queue it
         came from; how many moved."""
         return self._run(ops.redrive(queue, target, max_items))
+
+    # --- exchanges ---------------------------------------------------------------------------
+
+    def create_exchange(self, name: str, type: str) -> Exchange:
+        """Declare exchange `name` of `type` ("direct", "topic" or "fanout"); declaring it
+        again with the same type answers it, with another raises ConflictError."""
+        return self._run(ops.create_exchange(name, type))
+
+    def get_exchange(self, name: str) -> Exchange:
+        """The exchange and its bindings (NotFoundError when it does not exist)."""
+        return self._run(ops.get_exchange(name))
+
+    def list_exchanges(
+        self, prefix: str = "", limit: int | None = None, after: str | None = None
+    ) -> ExchangePage:
+        """One page of exchange names starting with `prefix`, after `after` (a page's
+        `next`)."""
+        return self._run(ops.list_exchanges(prefix, limit, after))
+
+    def delete_exchange(self, name: str) -> None:
+        """Delete the exchange (its queues stay)."""
+        self._run(ops.delete_exchange(name))
+
+    def bind(self, exchange: str, queue: str, routing_key: str = "") -> Exchange:
+        """Bind `queue` (which must exist) to `exchange` under `routing_key`; binding it again
+        changes nothing."""
+        return self._run(ops.bind(exchange, queue, routing_key))
+
+    def unbind(self, exchange: str, queue: str, routing_key: str = "") -> Exchange:
+        """Remove that binding (one that is not there changes nothing)."""
+        return self._run(ops.unbind(exchange, queue, routing_key))
+
+    def publish(self, exchange: str, routing_key: str, items: Items) -> dict[str, list[str]]:
+        """Produce `items` to every queue `routing_key` reaches through `exchange`, each queue
+        once: queue name -> the items' ids there, in the server's order (empty: none reached).
+        Raises PartialProduceError when a queue refused some of them."""
+        return self._run(ops.publish(exchange, routing_key, items))
 
     # --- lifetime ----------------------------------------------------------------------------
 

@@ -32,6 +32,13 @@ Operation = Literal[
     "retry",
     "extend",
     "redrive",
+    "create_exchange",
+    "get_exchange",
+    "list_exchanges",
+    "delete_exchange",
+    "bind",
+    "unbind",
+    "publish",
 ]
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)
 
@@ -46,8 +53,9 @@ def is_grpc_url(url: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One operation. `queue` is the queue it acts on ("" for create_queue and list_queues,
-    which name theirs in `doc`); `doc` is the request document (list_queues: its query
+    """One operation. `queue` is the queue it acts on, or for an exchange's operation the
+    exchange ("" for create_queue, list_queues, create_exchange and list_exchanges, which name
+    theirs in `doc`); `doc` is the request document (list_queues: its query
     fields); `wait_s` is how long the server may hold the request on purpose (a long-poll
     lease), which a transport adds to its own timeout."""
 

@@ -41,6 +41,8 @@ def check_step(old: QueueState, new: QueueState) -> None:
     _require(new.incarnation == old.incarnation, "incarnation_fixed", new)
     _require(new.next_seq >= old.next_seq, "cursor_monotonic", new)
     _require(new.loaded_upto() >= old.loaded_upto(), "loading_monotonic", new)
+    _require(new.used_ms >= old.used_ms, "use_monotonic", new)
+    _require(not old.gone_ms, "expired_stays_expired", new)
     for seq, seg in new.segments.items():
         prev = old.segments.get(seq)
         if prev is None:

@@ -8,6 +8,11 @@
                                       items scheduled beyond the longest delay, due within the
                                       minute starting at `due` (okuri/engine/schedule.py);
                                       `.claim` beside it while a node moves them in
+    x/{exchange}                      an exchange: its type and bindings, CAS-advanced
+                                      (okuri/core/exchanges.py, okuri/engine/exchanges.py)
+    e/{queue}                         empty marker of a queue that may expire (its manifest has
+                                      expires_s): what each node's expiry sweeper LISTs
+                                      (okuri/engine/expiry.py)
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -25,6 +30,8 @@ MANIFESTS = "m/"
 SEGMENTS = "s/"
 RECEIVE_ATTEMPTS = "a/"
 SCHEDULED = "t/"
+EXCHANGES = "x/"
+EXPIRING = "e/"  # not x/: exchanges hold that (merge of exch and expiry)
 CLAIM = ".claim"
 
 
@@ -34,6 +41,14 @@ def manifest(queue: str) -> str:
 
 def queue_of_manifest(key: str) -> str:
     return key[len(MANIFESTS) :]
+
+
+def exchange(name: str) -> str:
+    return f"{EXCHANGES}{name}"
+
+
+def exchange_of_key(key: str) -> str:
+    return key[len(EXCHANGES) :]
 
 
 def segments_of_queue(queue: str) -> str:
@@ -108,3 +123,14 @@ def parse_scheduled(key: str) -> ScheduledKey | None:
     return ScheduledKey(
         parts[0], parts[1], int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) is not None
     )
+
+
+def expiry_marker(queue: str) -> str:
+    return f"{EXPIRING}{queue}"
+
+
+def queue_of_expiry_marker(key: str) -> str | None:
+    """The queue an expiry marker names, or None for a key that is no marker."""
+    if not key.startswith(EXPIRING) or "/" in key[len(EXPIRING) :]:
+        return None
+    return key[len(EXPIRING) :] or None

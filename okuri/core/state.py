@@ -41,6 +41,8 @@ class QueueAttrs:
     max_receive_count: int | None = None
     dead_letter_queue: str | None = None
     fifo: bool = False
+    # Seconds without use after which the queue is deleted (okuri/core/expiry.py); None: never.
+    expires_s: int | None = None
     # Attributes the engine stores but never interprets (tags, policies, redrive-allow policy).
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -55,6 +57,7 @@ class QueueAttrs:
             "dlq": self.dead_letter_queue,
             "extra": self.extra,
             **({"fifo": True} if self.fifo else {}),
+            **({"exp": self.expires_s} if self.expires_s is not None else {}),
         }
 
     @staticmethod
@@ -69,6 +72,7 @@ class QueueAttrs:
             dead_letter_queue=d["dlq"],
             extra=dict(d.get("extra") or {}),
             fifo=bool(d.get("fifo", False)),
+            expires_s=d.get("exp"),
         )
 
 
@@ -132,6 +136,11 @@ class QueueState:
     # The node that commits for the others while its lead lasts (a hint for speed, never for
     # safety: every write is still a compare-and-swap): (node id, URL, until_ms), or None.
     lead: tuple[str, str, int] | None = None
+    # Queue expiry (okuri/core/expiry.py): when the queue was last used, as recorded (at most
+    # every quarter of expires_s; 0: never recorded, counted from `created_ms`), and, when not
+    # 0, when a node found it expired: a tombstone, read as "no such queue" until deleted.
+    used_ms: int = 0
+    gone_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.load_seq < 0:
@@ -197,6 +206,8 @@ def encode_state(st: QueueState) -> bytes:
             **({"dups": [[s, format(m, "x")] for s, m in st.dups.items()]} if st.dups else {}),
             **({"load": st.load_seq} if st.load_seq != st.next_seq else {}),
             **({"lead": list(st.lead)} if st.lead is not None else {}),
+            **({"used": st.used_ms} if st.used_ms else {}),
+            **({"gone": st.gone_ms} if st.gone_ms else {}),
         }
     )
 
@@ -244,6 +255,8 @@ def decode_state(data: bytes) -> QueueState:
             dups={s: int(m, 16) for s, m in d.get("dups", [])},
             load_seq=d["load"] if "load" in d else d["next"],
             lead=_lead(d.get("lead")),
+            used_ms=int(d.get("used", 0)),
+            gone_ms=int(d.get("gone", 0)),
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

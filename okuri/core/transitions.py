@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from okuri import limits
+from okuri.core.expiry import touch_due, touched
 from okuri.core.lease_order import longest_waiting
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
@@ -125,6 +126,12 @@ class SetAttributes:
     attrs: QueueAttrs
 
 
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A use of the queue other than a lease (get_queue, a create that finds it): recorded
+    only when due (okuri/core/expiry.py), as a lease's is. Result: True."""
+
+
 Op = (
     Adopt
     | Load
@@ -136,6 +143,7 @@ Op = (
     | Release
     | Purge
     | SetAttributes
+    | Touch
 )
 
 # --- results ---------------------------------------------------------------------------------
@@ -193,6 +201,9 @@ def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outc
         out.changed = True
     if st.attrs.fifo or st.window:
         out.changed = _slide_window(st, now_ms, out.freed) or out.changed
+    if any(isinstance(op, Lease | Touch) for op in ops) and touch_due(st, now_ms):
+        touched(st, now_ms)  # a use, written at most every quarter of expires_s
+        out.changed = True
     if out.changed:
         st.version += 1
         st.commits.append(token)
@@ -234,9 +245,13 @@ def _apply_one(
             st.purged_ms = now_ms
             return True, True
         case SetAttributes():
+            if op.attrs.expires_s is not None:
+                touched(st, now_ms)  # changing a queue's attributes is a use of it
             st.attrs = op.attrs
             st.modified_ms = now_ms
             return True, True
+        case Touch():
+            return True, False
 
 
 def _expire(st: QueueState, now_ms: int) -> int:
@@ -331,9 +346,7 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
     return LeaseResult(tuple(granted), tuple(dead))
 
 
-def _lease_fifo(
-    st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]
-) -> LeaseResult:
+def _lease_fifo(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
     """In slot order: a group with a message in flight (or not yet visible) delivers nothing
     after it; several messages of one group may go out together, in order."""
     granted: list[Grant] = []

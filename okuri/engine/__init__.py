@@ -4,6 +4,18 @@ Surfaces import from here only, never from `okuri.core` or the engine's own modu
 (import-linter holds them to it), so the engine's rooms can change behind this list.
 """
 
+from okuri.core.exchanges import (
+    EXCHANGE_NAME as EXCHANGE_NAME_RULE,
+)
+from okuri.core.exchanges import (
+    EXCHANGE_TYPES,
+    Binding,
+    ExchangeState,
+    ExchangeType,
+    validate_exchange_name,
+    validate_routing_key,
+    validate_type,
+)
 from okuri.core.fifo import (
     DEDUP_ID_ATTRIBUTE,
     FIFO_ID,
@@ -37,11 +49,14 @@ from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
 from okuri.core.views import Counts
 from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
 from okuri.engine.engine import Engine
+from okuri.engine.exchanges import Routed
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
 __all__ = [
     "DEDUP_ID_ATTRIBUTE",
+    "EXCHANGE_NAME_RULE",
+    "EXCHANGE_TYPES",
     "FIFO_ID",
     "FIFO_ID_RULE",
     "FIFO_SETTINGS",
@@ -51,12 +66,15 @@ __all__ = [
     "QUEUE_NAME",
     "AckResult",
     "Admission",
+    "Binding",
     "Bounds",
     "Counts",
     "DeadLetterResult",
     "Delivery",
     "DestinationDoesNotExist",
     "Engine",
+    "ExchangeState",
+    "ExchangeType",
     "Gate",
     "MoveTask",
     "MoveTaskActive",
@@ -68,6 +86,7 @@ __all__ = [
     "QueueAttrs",
     "QueueState",
     "Refused",
+    "Routed",
     "SendRequest",
     "SendResult",
     "Ticket",
@@ -78,5 +97,8 @@ __all__ = [
     "fifo_setting",
     "is_fifo_id",
     "is_fifo_name",
+    "validate_exchange_name",
     "validate_queue_name",
+    "validate_routing_key",
+    "validate_type",
 ]

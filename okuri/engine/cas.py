@@ -53,6 +53,9 @@ class Codec(Protocol[S]):
     def has_token(self, state: S, token: str) -> bool:
         """Did the write marked `token` land in `state`?"""
 
+    def gone(self, state: S) -> bool:
+        """Is `state` a tombstone: an object being deleted, read as missing?"""
+
 
 @dataclass(frozen=True, slots=True)
 class Change(Generic[S, R]):
@@ -118,6 +121,9 @@ class CasObject(Generic[S]):
             return self.state
         state = self.codec.decode(blob.data)
         self.codec.check(state)
+        if self.codec.gone(state):
+            self.forget()
+            raise self._missing(self._missing_message)
         self.install(state, blob.etag, blob.data)
         assert self.state is not None
         return self.state
@@ -152,7 +158,11 @@ class CasObject(Generic[S]):
                 try:
                     return await self.read()
                 except self._missing:
-                    continue  # deleted meanwhile, or our ambiguous write did not land
+                    # Deleted meanwhile, our ambiguous write did not land, or a tombstone
+                    # waits for its deletion: give the deleting node a moment.
+                    if attempt:
+                        await backoff(self.clock, attempt - 1)
+                    continue
             except Transient:
                 await backoff(self.clock, attempt)
                 continue

@@ -14,17 +14,21 @@ from collections.abc import Callable, Sequence
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
+from okuri.core.expiry import touch_due, validate_expires_s
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
+from okuri.core.transitions import AckResult, DeadLetterResult, Touch, VisibilityResult
 from okuri.core.views import Counts, counts
 from okuri.engine.cache import SegmentCache
+from okuri.engine.exchanges import Exchanges
+from okuri.engine.expiry import Expiry, ExpirySweeper
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
 from okuri.engine.retry import retrying
+from okuri.engine.tasks import Tasks
 from okuri.engine.types import Delivery, SendRequest, SendResult
 from okuri.errors import (
     InvalidArgument,
@@ -52,12 +56,19 @@ class Engine:
         self.cache = SegmentCache(limits.segment_cache_bytes_max)
         self.stats: Counter[str] = Counter()
         self.peering = Peering()  # the server connects it (okuri/engine/peering.py)
+        self.expiry = Expiry(store, clock, self.stats, self.node_id)
+        self.expiry_sweeper = ExpirySweeper(self.expiry, self._expired)
         self._node = Node(
-            store, clock, self.cache, self.stats, self.node_id, linger_ms, self.peering
+            store, clock, self.cache, self.stats, self.node_id, linger_ms, self.peering, self.expiry
         )
+        self._tasks = Tasks()  # sweeps of queues the expiry sweeper deleted
+        self._sweeper: asyncio.Task[None] | None = None
         self._queues: dict[str, Queue] = {}
         self._stopping = False
         self.moves = MoveTasks(self)
+        self.exchanges = Exchanges(
+            store, clock, self.stats, self.get_queue, self.cached_queue, self.send
+        )
 
     def runtime(self, name: str) -> Queue:
         """This node's view of queue `name` (whether or not the queue exists)."""
@@ -85,12 +96,25 @@ class Engine:
                 "underscores, must end with .fifo suffix.",
                 "QueueName",
             )
-        st = await self.runtime(name).create(attrs)
+        validate_expires_s(attrs.expires_s, "expires_s")
+        rt = self.runtime(name)
+        st = await rt.create(attrs)
         if st.attrs != attrs:  # the queue was already there, with other attributes
             raise QueueAlreadyExists(
                 f"A queue named {name!r} already exists with different attributes"
             )
-        return st
+        if attrs.expires_s is not None:
+            # After the manifest (okuri/engine/expiry.py); again on a re-declare, in case the
+            # node that created the queue died between the two.
+            await self.expiry.ensure_marker(name)
+        return await self._touch(rt, st)
+
+    async def _touch(self, rt: Queue, st: QueueState) -> QueueState:
+        """Record a use of the queue when one is due (a get, a create that finds it)."""
+        if not touch_due(st, self.clock.now_ms()):
+            return st
+        await rt.manifest.commit([Touch()])
+        return await rt.current()
 
     async def ensure_queue(self, name: str) -> Queue:
         """The queue's runtime, creating the queue with defaults if it is missing."""
@@ -102,8 +126,9 @@ class Engine:
         return rt
 
     async def get_queue(self, name: str) -> QueueState:
-        """The queue's manifest, read fresh from the bucket."""
-        return await self.runtime(name).refresh()
+        """The queue's manifest, read fresh from the bucket (a use of it, for its expiry)."""
+        rt = self.runtime(name)
+        return await self._touch(rt, await rt.refresh())
 
     async def cached_queue(self, name: str) -> QueueState:
         """The queue's manifest as this node last saw it (read only if never seen): for the
@@ -127,20 +152,34 @@ class Engine:
 
     async def delete_queue(self, name: str) -> None:
         q = self.runtime(name)
-        await q.refresh()
+        st = await q.refresh()
         await retrying(self.clock, lambda: self.store.delete(keys.manifest(name)))
         q.forget()
         q.tasks.spawn(q.sweep())
+        if st.attrs.expires_s is not None:
+            await self.expiry.drop_marker(name)
 
     async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
+        validate_expires_s(attrs.expires_s, "expires_s")
         await self.runtime(name).set_attributes(attrs)
+        if attrs.expires_s is not None:
+            await self.expiry.ensure_marker(name)
 
     async def update_attributes(
         self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
     ) -> QueueState:
         """Atomically replace the queue's attributes by `change(current)` (which may raise to
         refuse, and may run more than once); `touch` moves its LastModifiedTimestamp."""
-        return await self.runtime(name).update_attrs(change, touch)
+
+        def checked(attrs: QueueAttrs) -> QueueAttrs:
+            new = change(attrs)
+            validate_expires_s(new.expires_s, "expires_s")
+            return new
+
+        st = await self.runtime(name).update_attrs(checked, touch)
+        if st.attrs.expires_s is not None:
+            await self.expiry.ensure_marker(name)
+        return st
 
     async def purge(self, name: str) -> None:
         await self.runtime(name).purge()
@@ -307,11 +346,39 @@ class Engine:
             name: n for name, q in self._queues.items() if (n := q.unadopted_slots()) is not None
         }
 
+    # --- expiry (okuri.engine.expiry) ---------------------------------------------------------
+
+    def start_expiry_sweeper(self, period_s: float = limits.expiry_sweep_s_default) -> None:
+        """Look for abandoned queues past their expiry every `period_s` (jittered), until
+        close or crash."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self.expiry_sweeper.run(period_s))
+
+    async def sweep_expired(self) -> int:
+        """One pass of the expiry sweeper now; how many queues it deleted."""
+        return await self.expiry_sweeper.sweep()
+
+    def _stop_sweeper(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+    def _expired(self, name: str) -> None:
+        """The sweeper deleted queue `name`: drop this node's view and delete its segments."""
+        q = self._queues.get(name)
+        if q is not None:
+            q.forget()
+            q.tasks.spawn(q.sweep_quietly())
+        else:  # a runtime only for the sweep, so that abandoned queues leave nothing behind
+            self._tasks.spawn(Queue(self._node, name, self._send_to).sweep_quietly())
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def close(self) -> None:
         """Stop this node's move tasks, flush every pending send and commit, release unused
         leases (graceful shutdown)."""
+        self._stop_sweeper()
+        await self._tasks.wait()
         await self.moves.close()
         await asyncio.gather(*(rt.close() for rt in self._queues.values()))
 
@@ -326,6 +393,8 @@ class Engine:
     def crash(self) -> None:
         """Drop everything in flight at once, as a killed process would (simulation only)."""
         self.moves.crash()
+        self._stop_sweeper()
+        self._tasks.cancel()
         for rt in self._queues.values():
             rt.crash()
         self._queues.clear()

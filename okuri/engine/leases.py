@@ -20,6 +20,7 @@ from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
+from okuri.core.expiry import touch_interval_ms
 from okuri.core.state import QueueState
 from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release
 from okuri.core.views import counts, current_lease, next_expiry_ms
@@ -109,6 +110,10 @@ class Receiver:
             soonest = next_expiry_ms(st, self.clock.now_ms())
             if soonest is not None:
                 remaining = min(remaining, max(0.0, (soonest - self.clock.now_ms()) / 1000) + 0.001)
+            if st.attrs.expires_s is not None:
+                # A wait is a use: try again (and so record it, when due) at least every
+                # quarter of the expiry, so a queue never expires under a waiting consumer.
+                remaining = min(remaining, touch_interval_ms(st.attrs.expires_s) / 1000)
             self.waiters += 1
             self._ensure_discovery()
             try:

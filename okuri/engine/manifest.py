@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, TypeVar
 
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
+from okuri.core.expiry import is_expired
 from okuri.core.invariants import check_state, check_step
 from okuri.core.leadership import leader, take_lead
 from okuri.core.state import ManifestCorrupt, QueueAttrs, QueueState, decode_state, encode_state
@@ -37,6 +38,7 @@ from okuri.core.transitions import (
 )
 from okuri.engine.batching import Batcher
 from okuri.engine.cas import CasObject, Change
+from okuri.engine.expiry import Expiry
 from okuri.engine.peering import (
     CommitRequest,
     Peering,
@@ -50,6 +52,8 @@ from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
 
+R = TypeVar("R")
+
 # Given the manifest a commit is about to change and the operations it carries: the Adopt
 # operations to put first.
 AdoptFn = Callable[[QueueState, Sequence[Op]], list[Op]]
@@ -57,6 +61,10 @@ AdoptFn = Callable[[QueueState, Sequence[Op]], list[Op]]
 HintsFn = Callable[[QueueState], list[Adopt]]
 # Operations of one client call, and whether a peer forwarded them (never forwarded again).
 _Batch = tuple[list[Op], bool]
+
+
+class _Expired(Exception):
+    """A change found the queue past its expiry (judged again on a fresh read before deleting)."""
 
 
 class ManifestCodec:
@@ -89,10 +97,17 @@ class ManifestCodec:
     def has_token(self, state: QueueState, token: str) -> bool:
         return token in state.commits
 
+    def gone(self, state: QueueState) -> bool:
+        return state.gone_ms != 0
+
 
 class Manifest:
     """Owns the cached manifest and the committer; hears nothing back from its queue except
-    through the callables it was given (`adopt`, `installed`, `committed`)."""
+    through the callables it was given (`adopt`, `installed`, `committed`, `expired`).
+
+    Whatever reads or commits the manifest judges its expiry (okuri/core/expiry.py): a queue
+    found expired is judged again on a fresh read and deleted (`Expiry`), `expired` is told,
+    and the caller gets QueueDoesNotExist."""
 
     def __init__(
         self,
@@ -107,6 +122,8 @@ class Manifest:
         hints: HintsFn,
         installed: Callable[[QueueState | None, QueueState], None],
         committed: Callable[[Outcome], None],
+        expiry: Expiry,
+        expired: Callable[[], None],
     ) -> None:
         self.name = name
         self.clock = clock
@@ -116,6 +133,8 @@ class Manifest:
         self._adopt = adopt
         self._hints = hints
         self._committed = committed
+        self._expiry = expiry
+        self._expired = expired
         self._codec = ManifestCodec(name)
         self.cell: CasObject[QueueState] = CasObject(
             store,
@@ -142,10 +161,27 @@ class Manifest:
         return self.cell.state
 
     async def current(self) -> QueueState:
-        return await self.cell.cached()
+        return await self._unless_expired(await self.cell.cached())
 
     async def refresh(self) -> QueueState:
-        return await self.cell.read()
+        return await self._unless_expired(await self.cell.read())
+
+    async def _unless_expired(self, st: QueueState) -> QueueState:
+        if is_expired(st, self.clock.now_ms()):
+            return await self._expire()
+        return st
+
+    async def _expire(self) -> QueueState:
+        """Judge the queue's expiry on a fresh read: the manifest if it lives (used since
+        through another node), else delete it and raise QueueDoesNotExist."""
+        verdict = await self._expiry.expire_if_due(self.name)
+        if verdict.state is not None:
+            self.cell.install(verdict.state, verdict.etag, verdict.data)
+            assert self.cell.state is not None
+            return self.cell.state
+        self.cell.forget()
+        self._expired()
+        raise QueueDoesNotExist(f"queue {self.name!r} does not exist")
 
     def forget(self) -> None:
         self.cell.forget()
@@ -158,7 +194,13 @@ class Manifest:
         """Create the queue, or return the manifest already there (compare its incarnation)."""
         now = self.clock.now_ms()
         fresh = QueueState(self.name, self.clock.new_id(), now, attrs, modified_ms=now)
-        return await self.cell.create(fresh)
+        st = await self.cell.create(fresh)
+        if st is not fresh and is_expired(st, self.clock.now_ms()):
+            try:
+                return await self._expire()  # used meanwhile through another node
+            except QueueDoesNotExist:
+                return await self.cell.create(fresh)  # the expired one is gone: ours now
+        return st
 
     def _token(self) -> str:
         self._counter += 1
@@ -223,6 +265,8 @@ class Manifest:
 
         def change(st: QueueState) -> Change[QueueState, Outcome]:
             now = self.clock.now_ms()
+            if is_expired(st, now):
+                raise _Expired
             adopts = self._adopt(st, flat)
             out = apply(st, now, [*adopts, *flat], token)
             out.results = out.results[len(adopts) :]
@@ -238,8 +282,10 @@ class Manifest:
         # Shared with other nodes, the cached manifest is almost always stale by now: read it
         # first (a GET) rather than lose a compare-and-swap on it (a PUT-class request).
         try:
-            out = await self.cell.update(
-                change, token, read_first=self._shared, trust_cached_s=trust_s
+            out = await self._update_unless_expired(
+                lambda: self.cell.update(
+                    change, token, read_first=self._shared, trust_cached_s=trust_s
+                )
             )
         finally:
             self._note_sharing(self.cell.state)
@@ -247,6 +293,17 @@ class Manifest:
             self._committed(out)
             self._stats["manifest_commit_ops"] += len(flat)
         return out.results
+
+    async def _update_unless_expired(self, update: Callable[[], Awaitable[R]]) -> R:
+        """Run `update` (a compare-and-swap whose change raises _Expired on an expired queue);
+        a queue found expired is deleted (QueueDoesNotExist), or, if a fresh read shows it used
+        since, updated again."""
+        for _ in range(limits.put_attempts_max):
+            try:
+                return await update()
+            except _Expired:
+                await self._expire()
+        raise Unavailable(f"queue {self.name!r} keeps expiring and being used at once")
 
     async def _forward(self, ops: list[Op]) -> list[Result] | Literal["here", "maybe"]:
         """Have the queue's leader commit `ops`: their results; "here" to commit them here;
@@ -303,6 +360,8 @@ class Manifest:
         """
 
         def apply_change(st: QueueState) -> Change[QueueState, Outcome | QueueState]:
+            if is_expired(st, self.clock.now_ms()):
+                raise _Expired
             attrs = change(st.attrs)
             if attrs == st.attrs and not touch:
                 return Change(None, st)
@@ -312,7 +371,9 @@ class Manifest:
             return Change(out.state, out)
 
         token = self._token()
-        made = await self.cell.update(apply_change, token, read_first=True)
+        made = await self._update_unless_expired(
+            lambda: self.cell.update(apply_change, token, read_first=True)
+        )
         if isinstance(made, QueueState):
             return made
         self._committed(made)

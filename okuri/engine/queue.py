@@ -39,6 +39,7 @@ from okuri.core.transitions import (
 from okuri.core.views import Counts, counts
 from okuri.engine.attempts import ReceiveAttempts
 from okuri.engine.cache import SegmentCache
+from okuri.engine.expiry import Expiry
 from okuri.engine.finishing import Finisher, SendToFn
 from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
@@ -66,6 +67,7 @@ class Node:
     node_id: str
     linger_ms: int
     peering: Peering
+    expiry: Expiry
 
 
 class Queue:
@@ -88,6 +90,8 @@ class Queue:
             hints=lambda st: self.slots.hints(st),
             installed=self._installed,
             committed=self._committed,
+            expiry=node.expiry,
+            expired=self._expired,
         )
         self.slots = SlotLog(
             name,
@@ -137,6 +141,12 @@ class Queue:
     def _committed(self, out: Outcome) -> None:
         self.slots.freed(out.state.incarnation, out.freed)
         self.receiver.notify()
+
+    def _expired(self) -> None:
+        """This node found the queue expired and deleted its manifest: drop what it knew,
+        and delete its segments (okuri/engine/expiry.py)."""
+        self.forget()
+        self.tasks.spawn(self.sweep_quietly())
 
     def forget(self) -> None:
         """The queue was deleted through this node."""

@@ -15,7 +15,8 @@ from okuri.principals.roles import Operation, Principal, decide, list_prefix
 class Access:
     principal: Principal
 
-    def require(self, operation: Operation, queue: str) -> None:
+    def require(self, operation: Operation, queue: str, kind: str = "Queue") -> None:
+        """Refuse (403) `operation` on `queue` (an exchange's name, when `kind` says so)."""
         p = self.principal
         verdict = decide(operation, p.role, p.namespace, queue)
         if verdict == "wrong_role":
@@ -26,9 +27,13 @@ class Access:
             raise NativeError(
                 403,
                 "forbidden",
-                f"Queue {queue!r} is outside this key's namespace {p.namespace!r}.",
+                f"{kind} {queue!r} is outside this key's namespace {p.namespace!r}.",
             )
 
     def list_prefix(self, prefix: str) -> str:
         self.require("list_queues", prefix)
+        return self.namespace_prefix(prefix)
+
+    def namespace_prefix(self, prefix: str) -> str:
+        """The prefix a listing allowed for `prefix` really uses (narrowed to the namespace)."""
         return list_prefix(self.principal.namespace, prefix)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from okuri.errors import (
+    ExchangeAlreadyExists,
+    ExchangeDoesNotExist,
     InvalidArgument,
     MessageTooLong,
     OkuriError,
@@ -49,6 +51,10 @@ def from_okuri(err: OkuriError) -> NativeError:
     """The answer to an error the engine raised."""
     if isinstance(err, QueueDoesNotExist):
         return NativeError(404, "queue_not_found", str(err) or "The queue does not exist.")
+    if isinstance(err, ExchangeDoesNotExist):
+        return NativeError(404, "exchange_not_found", str(err) or "The exchange does not exist.")
+    if isinstance(err, ExchangeAlreadyExists):
+        return NativeError(409, "exchange_exists", str(err))
     if isinstance(err, QueueAlreadyExists):
         return NativeError(409, "queue_exists", str(err))
     if isinstance(err, MessageTooLong):

@@ -8,7 +8,8 @@ to a gRPC status with the same message and the error's code in the trailing meta
 
 The status table, and why:
 - 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND;
-- 409 ALREADY_EXISTS for `queue_exists` (a create that conflicts), FAILED_PRECONDITION else;
+- 409 ALREADY_EXISTS for `queue_exists` and `exchange_exists` (a create that conflicts),
+  FAILED_PRECONDITION else;
 - 413 `too_large` (an item over the queue's size) INVALID_ARGUMENT, not RESOURCE_EXHAUSTED:
   sending the same item again can never succeed, and retry policies commonly retry
   RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
@@ -41,6 +42,7 @@ from okuri.errors import OkuriError
 from okuri.native import bearer, grpc_shapes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
+from okuri.native.exchanges import Exchanges, exchange_name
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
 from okuri.native.stats import RequestStats
@@ -76,7 +78,7 @@ def trailers(err: NativeError) -> tuple[tuple[str, str], ...]:
 
 
 def status_of(err: NativeError) -> grpc.StatusCode:
-    if err.code == "queue_exists":
+    if err.code in ("queue_exists", "exchange_exists"):
         return grpc.StatusCode.ALREADY_EXISTS
     return _STATUS.get(err.status, grpc.StatusCode.INTERNAL)
 
@@ -120,6 +122,7 @@ class QueueService:
         counts each call as the HTTP surface counts its requests, as transport "grpc"."""
         self.queues = Queues(engine)
         self.messages = Messages(engine, clock, gate)
+        self.exchanges = Exchanges(engine, clock)
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
@@ -136,6 +139,13 @@ class QueueService:
             "Retry": self.retry,
             "Extend": self.extend,
             "Redrive": self.redrive,
+            "CreateExchange": self.create_exchange,
+            "GetExchange": self.get_exchange,
+            "ListExchanges": self.list_exchanges,
+            "DeleteExchange": self.delete_exchange,
+            "BindQueue": self.bind,
+            "UnbindQueue": self.unbind,
+            "Publish": self.publish,
         }
         missing = set(SERVICE.methods_by_name) ^ set(self.rpcs)
         if missing:
@@ -238,10 +248,55 @@ class QueueService:
         answer = await self.messages.redrive(access, name, grpc_shapes.redrive_doc(req))
         return pb.RedriveResponse(moved=answer["moved"])
 
+    # --- exchanges ---------------------------------------------------------------------------
+
+    async def create_exchange(self, access: Access, req: pb.CreateExchangeRequest) -> pb.Exchange:
+        doc = {"name": req.name, "type": req.type or None}
+        return grpc_shapes.exchange(await self.exchanges.create(access, doc))
+
+    async def get_exchange(self, access: Access, req: pb.GetExchangeRequest) -> pb.Exchange:
+        return grpc_shapes.exchange(await self.exchanges.get(access, _exchange(req.exchange), {}))
+
+    async def list_exchanges(
+        self, access: Access, req: pb.ListExchangesRequest
+    ) -> pb.ListExchangesResponse:
+        query = grpc_shapes.exchange_list_query(req)
+        return grpc_shapes.exchanges(await self.exchanges.list(access, query))
+
+    async def delete_exchange(
+        self, access: Access, req: pb.DeleteExchangeRequest
+    ) -> pb.DeleteExchangeResponse:
+        await self.exchanges.delete(access, _exchange(req.exchange), {})
+        return pb.DeleteExchangeResponse()
+
+    async def bind(self, access: Access, req: pb.BindingRequest) -> pb.Exchange:
+        doc = {"queue": req.queue or None, "routing_key": req.routing_key}
+        return grpc_shapes.exchange(await self.exchanges.bind(access, _exchange(req.exchange), doc))
+
+    async def unbind(self, access: Access, req: pb.BindingRequest) -> pb.Exchange:
+        doc = {"queue": req.queue or None, "routing_key": req.routing_key}
+        return grpc_shapes.exchange(
+            await self.exchanges.unbind(access, _exchange(req.exchange), doc)
+        )
+
+    async def publish(self, access: Access, req: pb.PublishRequest) -> pb.PublishResponse:
+        name = _exchange(req.exchange)
+        return grpc_shapes.published(
+            await self.exchanges.publish(access, name, grpc_shapes.publish_doc(req))
+        )
+
+
+# RPCs whose operation is not their name in snake case.
+_OPERATIONS = {"BindQueue": "bind", "UnbindQueue": "unbind"}
+
 
 def _operation(rpc: str) -> str:
     """The operation an RPC is, named as the HTTP route's (`CreateQueue`: `create_queue`)."""
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower()
+    return _OPERATIONS.get(rpc) or re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower()
+
+
+def _exchange(name: str) -> str:
+    return exchange_name(name, "exchange")
 
 
 def _queue(name: str) -> str:

@@ -115,6 +115,23 @@ def produce_doc(req: pb.ProduceRequest) -> codec.Obj:
     return {"items": items}
 
 
+def exchange_list_query(req: pb.ListExchangesRequest) -> codec.Obj:
+    """The query string HTTP would carry for a listing of exchanges."""
+    query: codec.Obj = {}
+    if req.prefix:
+        query["prefix"] = req.prefix
+    if req.after:
+        query["after"] = req.after
+    if req.HasField("limit"):
+        query["limit"] = str(req.limit)
+    return query
+
+
+def publish_doc(req: pb.PublishRequest) -> codec.Obj:
+    items = produce_doc(pb.ProduceRequest(items=req.items))["items"]
+    return {"routing_key": req.routing_key, "items": items}
+
+
 def lease_doc(req: pb.LeaseRequest) -> codec.Obj:
     return _present(req, ("max_items", "lease_s", "request_timeout_s"))
 
@@ -182,4 +199,24 @@ def leased(doc: dict[str, Any]) -> pb.LeaseResponse:
             )
             for item in doc["items"]
         ]
+    )
+
+
+def exchange(doc: dict[str, Any]) -> pb.Exchange:
+    ex = doc["exchange"]
+    return pb.Exchange(
+        name=ex["name"],
+        type=ex["type"],
+        bindings=[pb.Binding(**b) for b in ex["bindings"]],
+        created_at=timestamp(ex["created_at"]),
+    )
+
+
+def exchanges(doc: dict[str, Any]) -> pb.ListExchangesResponse:
+    return pb.ListExchangesResponse(exchanges=doc["exchanges"], next=doc["next"])
+
+
+def published(doc: dict[str, Any]) -> pb.PublishResponse:
+    return pb.PublishResponse(
+        routed=[pb.RoutedQueue(queue=r["queue"], produced=produced(r)) for r in doc["routed"]]
     )

@@ -24,6 +24,7 @@ from okuri.errors import OkuriError
 from okuri.native import bearer, codec, openapi, routes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
+from okuri.native.exchanges import Exchanges, exchange_name
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
 from okuri.native.routes import Route
@@ -53,6 +54,7 @@ class NativeHttp:
         and outcome (a new one when absent; another transport of the API may share it)."""
         self.queues = Queues(engine)
         self.messages = Messages(engine, clock, gate)
+        self.exchanges = Exchanges(engine, clock)
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
@@ -67,6 +69,13 @@ class NativeHttp:
             "retry": self.messages.retry,
             "extend": self.messages.extend,
             "redrive": self.messages.redrive,
+        }
+        self._on_exchange: dict[Route, QueueOp] = {
+            "get_exchange": self.exchanges.get,
+            "delete_exchange": self.exchanges.delete,
+            "bind": self.exchanges.bind,
+            "unbind": self.exchanges.unbind,
+            "publish": self.exchanges.publish,
         }
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -107,13 +116,20 @@ class NativeHttp:
             return await self.queues.list(access, dict(request.query))
         if route == "create_queue":
             return await self.queues.create(access, await _body(request))
+        if route == "list_exchanges":
+            return await self.exchanges.list(access, dict(request.query))
+        if route == "create_exchange":
+            return await self.exchanges.create(access, await _body(request))
+        if route in self._on_exchange:
+            operation = self._on_exchange[route]
+            return await operation(access, exchange_name(queue, "exchange"), await _body(request))
         operation = self._on_queue[route]
         return await operation(access, queue_name(queue, "queue"), await _body(request))
 
 
 def _route(request: web.Request) -> tuple[Route, str]:
-    """The route `request` takes and the queue its path names ("" for none); 404 when nothing
-    is routed at its path, 405 naming the methods the path takes."""
+    """The route `request` takes and the queue or exchange its path names ("" for none); 404
+    when nothing is routed at its path, 405 naming the methods the path takes."""
     path, method = request.path.rstrip("/") or "/", request.method
     name, allowed = routes.match(path)
     if not allowed:

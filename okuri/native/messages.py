@@ -17,12 +17,12 @@ from typing import Any
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine import Delivery, Engine, Gate, SendResult
+from okuri.engine import Delivery, Engine, Gate, QueueAttrs, SendRequest, SendResult
 from okuri.errors import OkuriError, ReceiptHandleInvalid
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
-from okuri.native.items import read_item
+from okuri.native.items import Item, read_item
 from okuri.native.queues import queue_name
 from okuri.native.sends import fifo_send, standard_send
 
@@ -43,20 +43,8 @@ class Messages:
         now_ms = self.clock.now_ms()
         items = [read_item(e, i, now_ms) for i, e in enumerate(entries)]
         attrs = (await self.engine.cached_queue(name)).attrs
-        for item in items:
-            if len(item.body) > attrs.max_message_bytes:
-                raise NativeError(
-                    413,
-                    "too_large",
-                    f"{item.where} is {len(item.body)} bytes; the queue takes at most "
-                    f"{attrs.max_message_bytes}.",
-                )
-        if attrs.fifo:
-            requests = [fifo_send(item, attrs) for item in items]
-        else:
-            requests = [standard_send(item, name) for item in items]
-        results = await self.engine.send(name, requests)
-        return _produced(results, attrs.fifo)
+        results = await self.engine.send(name, sends_for(items, name, attrs))
+        return produced(results, attrs.fifo)
 
     # --- lease -----------------------------------------------------------------------------
 
@@ -176,9 +164,27 @@ def _status(result: object, ok: str) -> str:
     return str(result)
 
 
-def _produced(results: Sequence[SendResult | Exception], fifo: bool) -> dict[str, Any]:
+def sends_for(items: Sequence[Item], name: str, attrs: QueueAttrs) -> list[SendRequest]:
+    """The sends that put `items` on queue `name`; 413 when one is larger than it takes."""
+    for item in items:
+        if len(item.body) > attrs.max_message_bytes:
+            raise NativeError(
+                413,
+                "too_large",
+                f"{item.where} is {len(item.body)} bytes; queue {name!r} takes at most "
+                f"{attrs.max_message_bytes}.",
+            )
+    if attrs.fifo:
+        return [fifo_send(item, attrs) for item in items]
+    return [standard_send(item, name) for item in items]
+
+
+def produced(
+    results: Sequence[SendResult | Exception], fifo: bool, whole: bool = True
+) -> dict[str, Any]:
     """`{"ids": [...]}` in order; an item the engine refused has null and an entry in
-    "errors"; when none was enqueued, the first refusal is the answer. On a FIFO queue also
+    "errors"; when none was enqueued, the first refusal is the answer (when `whole`: the
+    request was this one produce). On a FIFO queue also
     `"sequence_numbers"` in order (null for a refused item) and `"duplicates"`: the indexes of
     items that repeated a deduplication id within five minutes, answered with the first item's
     id and sequence number and not enqueued again."""
@@ -203,7 +209,7 @@ def _produced(results: Sequence[SendResult | Exception], fifo: bool) -> dict[str
                 else NativeError(500, "internal", str(r)),
             )
         )
-    if errors and len(errors) == len(results):
+    if whole and errors and len(errors) == len(results):
         raise errors[0][1]
     out: dict[str, Any] = {"ids": ids}
     if fifo:

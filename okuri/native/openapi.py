@@ -13,7 +13,7 @@ from typing import Any
 
 from okuri import __version__, limits
 from okuri.native.openapi_schemas import SCHEMAS, Schema, integer, ref
-from okuri.native.routes import QUEUE, ROUTES, Route
+from okuri.native.routes import EXCHANGE, QUEUE, ROUTES, Route
 
 _EXAMPLE_HANDLE = "okr1ZXhhbXBsZQ"  # shaped like a lease handle; names none: "invalid"
 
@@ -23,12 +23,17 @@ _ERRORS: dict[str, tuple[str, str]] = {  # status -> (response name, what it mea
     "400": (
         "BadRequest",
         "The request is malformed: bad_json, unknown_field, wrong_type, missing_field, "
-        "out_of_range, invalid_queue_name, invalid_argument, invalid_request.",
+        "out_of_range, invalid_queue_name, invalid_exchange_name, invalid_argument, "
+        "invalid_request.",
     ),
     "401": ("Unauthorized", "No valid bearer key: missing_key, bad_key, no_keys_configured."),
     "403": ("Forbidden", "forbidden: the key's role, or its namespace, does not allow this."),
-    "404": ("NotFound", "queue_not_found."),
-    "409": ("Conflict", "queue_exists: the queue exists with other attributes."),
+    "404": ("NotFound", "queue_not_found, exchange_not_found."),
+    "409": (
+        "Conflict",
+        "queue_exists: the queue exists with other attributes; exchange_exists: the exchange "
+        "exists with another type.",
+    ),
     "413": ("TooLarge", "too_large: an item over the queue's size, or a request over 4 MiB."),
     "429": (
         "Overloaded",
@@ -147,10 +152,43 @@ _OPS: dict[Route, tuple[str, str | None, str, tuple[str, ...], dict[str, Any]]] 
         ("404",),
         {"back": {"target": "emails"}},
     ),
+    "list_exchanges": ("List exchanges, a page at a time.", None, "ExchangeList", (), {}),
+    "create_exchange": (
+        "Declare an exchange (again with the same type: the same answer).",
+        "CreateExchange",
+        "Exchange",
+        ("409",),
+        {"topic": {"name": "events", "type": "topic"}},
+    ),
+    "get_exchange": ("An exchange and its bindings.", None, "Exchange", ("404",), {}),
+    "delete_exchange": ("Delete an exchange (its queues stay).", None, "Empty", ("404",), {}),
+    "bind": (
+        "Bind a queue to the exchange under a routing key (again: no change).",
+        "Binding",
+        "Exchange",
+        ("404",),
+        {"all_email_events": {"queue": "emails", "routing_key": "email.#"}},
+    ),
+    "unbind": (
+        "Remove a binding (one that is not there: no change).",
+        "Binding",
+        "Exchange",
+        ("404",),
+        {"all_email_events": {"queue": "emails", "routing_key": "email.#"}},
+    ),
+    "publish": (
+        "Produce items to every queue the routing key reaches, each queue once.",
+        "Publish",
+        "Published",
+        ("404", "413"),
+        {"sent": {"routing_key": "email.sent", "items": [{"body": "hello"}]}},
+    ),
 }
 
 # The queue each operation's examples name (a redrive starts from the dead-letter queue).
 EXAMPLE_QUEUE: dict[Route, str] = {route: "emails" for route in _OPS} | {"redrive": "emails-dlq"}
+# The exchange each exchange operation's examples name.
+EXAMPLE_EXCHANGE = "events"
 
 _LIST_QUERY = [
     {
@@ -170,6 +208,28 @@ _LIST_QUERY = [
         "name": "after",
         "in": "query",
         "schema": {"type": "string", "maxLength": limits.queue_name_chars_max},
+        "description": "The previous page's `next`.",
+    },
+]
+
+_EXCHANGE_LIST_QUERY = [
+    {
+        "name": "prefix",
+        "in": "query",
+        "schema": {"type": "string", "maxLength": limits.exchange_name_chars_max},
+        "description": "Only exchanges whose names start with this.",
+        "example": "ev",
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "schema": integer(1, limits.native_list_max, "Exchanges per page.", limits.native_list_max),
+        "example": 100,
+    },
+    {
+        "name": "after",
+        "in": "query",
+        "schema": {"type": "string", "maxLength": limits.exchange_name_chars_max},
         "description": "The previous page's `next`.",
     },
 ]
@@ -200,8 +260,20 @@ def _operation(route: Route, path: str) -> Schema:
                 "example": EXAMPLE_QUEUE[route],
             }
         ]
+    elif path.startswith(EXCHANGE):
+        op["parameters"] = [
+            {
+                "name": "exchange",
+                "in": "path",
+                "required": True,
+                "schema": ref("ExchangeName"),
+                "example": EXAMPLE_EXCHANGE,
+            }
+        ]
     elif route == "list_queues":
         op["parameters"] = _LIST_QUERY
+    elif route == "list_exchanges":
+        op["parameters"] = _EXCHANGE_LIST_QUERY
     if request is not None:
         content: Schema = {"schema": ref(request)}
         if examples:

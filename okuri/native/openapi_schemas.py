@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from okuri import limits
-from okuri.engine import FIFO_ID, QUEUE_NAME
+from okuri.engine import EXCHANGE_NAME_RULE as EXCHANGE_NAME
+from okuri.engine import EXCHANGE_TYPES, FIFO_ID, QUEUE_NAME
 
 Schema = dict[str, Any]
 
@@ -102,6 +103,14 @@ _ATTRIBUTES: dict[str, Schema] = {
         limits.retention_s_default,
     ),
     "delay_s": integer(0, limits.delay_s_max, "How long a new item waits before it is visible.", 0),
+    "expires_s": {
+        "type": ["integer", "null"],
+        "minimum": limits.expires_s_min,
+        "maximum": limits.expires_s_max,
+        "description": "Delete the queue, with its items, once nobody has used it (leased, "
+        "waited on, read or declared it; producing does not count) for this long (RabbitMQ's "
+        "x-expires); null: never.",
+    },
 }
 # A FIFO queue's only (SQS's ContentBasedDeduplication); absent on a standard queue.
 _FIFO_ATTRIBUTES: dict[str, Schema] = {
@@ -337,4 +346,72 @@ SCHEMAS: dict[str, Schema] = {
         },
     ),
     "Redriven": obj({"moved": {"type": "integer", "minimum": 0}}),
+}
+
+_ROUTING_KEY = {
+    "type": "string",
+    "maxLength": limits.routing_key_chars_max,
+    "default": "",
+    "description": "Words separated by '.'; in a topic exchange's binding '*' stands for "
+    "exactly one word and '#' for zero or more.",
+}
+_BINDING = obj({"queue": ref("QueueName"), "routing_key": _ROUTING_KEY})
+_PRODUCED = SCHEMAS["Produced"]
+
+SCHEMAS |= {
+    "ExchangeName": {
+        "type": "string",
+        "pattern": f"^(?:{EXCHANGE_NAME.pattern})$",
+        "description": f"1 to {limits.exchange_name_chars_max} letters, digits, '-' or '_'.",
+    },
+    "ExchangeType": {
+        "type": "string",
+        "enum": list(EXCHANGE_TYPES),
+        "description": "direct: binding key == routing key; topic: AMQP patterns; fanout: "
+        "every bound queue.",
+    },
+    "Exchange": obj(
+        {
+            "exchange": obj(
+                {
+                    "name": ref("ExchangeName"),
+                    "type": ref("ExchangeType"),
+                    "bindings": {
+                        "type": "array",
+                        "items": _BINDING,
+                        "maxItems": limits.exchange_bindings_max,
+                    },
+                    "created_at": _time("When the exchange was declared."),
+                }
+            )
+        }
+    ),
+    "CreateExchange": obj({"name": ref("ExchangeName"), "type": ref("ExchangeType")}),
+    "ExchangeList": obj(
+        {
+            "exchanges": {"type": "array", "items": ref("ExchangeName")},
+            "next": {
+                "oneOf": [ref("ExchangeName"), {"type": "null"}],
+                "description": "Pass as `after` for the next page; null on the last.",
+            },
+        }
+    ),
+    "Binding": obj({"queue": ref("QueueName")}, {"routing_key": _ROUTING_KEY}),
+    "Publish": obj(
+        {"items": _items(ref("Item"), "The items, produced in order to each routed queue.")},
+        {"routing_key": _ROUTING_KEY},
+    ),
+    "Published": obj(
+        {
+            "routed": {
+                "type": "array",
+                "description": "One entry per queue reached, each once; empty when none.",
+                "items": {
+                    **_PRODUCED,
+                    "properties": {"queue": ref("QueueName"), **_PRODUCED["properties"]},
+                    "required": ["queue", *_PRODUCED["required"]],
+                },
+            }
+        }
+    ),
 }

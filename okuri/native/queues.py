@@ -33,6 +33,7 @@ ATTRIBUTES = (
     "retention_s",
     "delay_s",
     "content_based_dedup",
+    "expires_s",
 )
 CONTENT_BASED = "ContentBasedDeduplication"  # the SQS attribute content_based_dedup is
 
@@ -79,6 +80,11 @@ def parse_attributes(doc: codec.Obj, base: QueueAttrs, name: str, access: Access
                 )
             access.require("create_queue", dlq)
         attrs = replace(attrs, dead_letter_queue=dlq)
+    if "expires_s" in doc:  # null: never
+        attrs = replace(
+            attrs,
+            expires_s=codec.integer(doc, "expires_s", limits.expires_s_min, limits.expires_s_max),
+        )
     if "content_based_dedup" in doc:
         if not is_fifo_name(name):
             raise bad_request(
@@ -100,6 +106,7 @@ def render_attributes(attrs: QueueAttrs) -> dict[str, Any]:
         "dead_letter_queue": attrs.dead_letter_queue,
         "retention_s": attrs.retention_s,
         "delay_s": attrs.delay_s,
+        "expires_s": attrs.expires_s,
     }
     if attrs.fifo:
         out["content_based_dedup"] = fifo_setting(attrs.extra, CONTENT_BASED) == "true"
@@ -171,7 +178,7 @@ class Queues:
         codec.fields(query, ("prefix", "limit", "after"), "query")
         prefix = codec.text(query, "prefix", most=limits.queue_name_chars_max) or ""
         after = codec.text(query, "after", most=limits.queue_name_chars_max) or ""
-        limit = _query_int(query, "limit", limits.native_list_max)
+        limit = query_int(query, "limit", limits.native_list_max)
         prefix = access.list_prefix(prefix)
         names = await self.engine.list_queues(prefix, limit + 1, after)
         page = names[:limit]
@@ -190,7 +197,7 @@ class Queues:
         return {}
 
 
-def _query_int(query: codec.Obj, name: str, high: int) -> int:
+def query_int(query: codec.Obj, name: str, high: int) -> int:
     """A whole number from the query string (text there), 1 to `high`; `high` when absent."""
     raw = query.get(name)
     if raw is None:

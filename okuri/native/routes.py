@@ -2,7 +2,8 @@
 
 One table, read by the listener (okuri/native/http.py) to dispatch and by the OpenAPI document
 (okuri/native/openapi.py) to describe, so a route cannot be served without being documented or
-documented without being served. `{queue}` stands for a queue's name in a path.
+documented without being served. `{queue}` stands for a queue's name in a path, `{exchange}`
+for an exchange's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ Route = Operation | Literal["openapi"]
 OPENAPI_PATH = "/v1/openapi.json"
 QUEUES = "/v1/queues"
 QUEUE = "/v1/queues/{queue}"
+EXCHANGES = "/v1/exchanges"
+EXCHANGE = "/v1/exchanges/{exchange}"
 
 ROUTES: Mapping[tuple[str, str], Route] = {
     (OPENAPI_PATH, "GET"): "openapi",
@@ -34,15 +37,25 @@ ROUTES: Mapping[tuple[str, str], Route] = {
     (QUEUE + "/retry", "POST"): "retry",
     (QUEUE + "/extend", "POST"): "extend",
     (QUEUE + "/redrive", "POST"): "redrive",
+    (EXCHANGES, "GET"): "list_exchanges",
+    (EXCHANGES, "POST"): "create_exchange",
+    (EXCHANGE, "GET"): "get_exchange",
+    (EXCHANGE, "DELETE"): "delete_exchange",
+    (EXCHANGE + "/bind", "POST"): "bind",
+    (EXCHANGE + "/unbind", "POST"): "unbind",
+    (EXCHANGE + "/messages", "POST"): "publish",
 }
 
 _ON_QUEUE = re.compile(r"/v1/queues/([^/]+)(/[a-z]+)?")
+_ON_EXCHANGE = re.compile(r"/v1/exchanges/([^/]+)(/[a-z]+)?")
 
 
 def match(path: str) -> tuple[str, dict[str, Route]]:
-    """The queue `path` names ("" for none) and the methods it takes, each with its route;
-    no methods when nothing is routed there. `path` has no trailing slash."""
-    queue, template = "", path
+    """The queue or exchange `path` names ("" for none) and the methods it takes, each with
+    its route; no methods when nothing is routed there. `path` has no trailing slash."""
+    name, template = "", path
     if (m := _ON_QUEUE.fullmatch(path)) is not None:
-        queue, template = m.group(1), QUEUE + (m.group(2) or "")
-    return queue, {method: route for (p, method), route in ROUTES.items() if p == template}
+        name, template = m.group(1), QUEUE + (m.group(2) or "")
+    elif (m := _ON_EXCHANGE.fullmatch(path)) is not None:
+        name, template = m.group(1), EXCHANGE + (m.group(2) or "")
+    return name, {method: route for (p, method), route in ROUTES.items() if p == template}

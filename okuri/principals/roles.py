@@ -27,16 +27,25 @@ Operation = Literal[
     "retry",
     "extend",
     "redrive",
+    "create_exchange",
+    "get_exchange",
+    "list_exchanges",
+    "delete_exchange",
+    "bind",
+    "unbind",
+    "publish",
 ]
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)
 ROLES: tuple[Role, ...] = get_args(Role)
 
-_READ: frozenset[Operation] = frozenset({"get_queue", "list_queues"})
+_READ: frozenset[Operation] = frozenset(
+    {"get_queue", "list_queues", "get_exchange", "list_exchanges"}
+)
 # What each role may do; admin may do everything, within its namespace.
 GRANTS: Mapping[Role, frozenset[Operation]] = {
     "admin": frozenset(OPERATIONS),
-    "producer": _READ | {"produce"},
-    "consumer": _READ | {"lease", "complete", "retry", "extend"},
+    "producer": _READ | {"produce", "publish"},
+    "consumer": _READ | {"lease", "complete", "retry", "extend", "bind", "unbind"},
     "readonly": _READ,
 }
 
@@ -59,12 +68,14 @@ class Principal:
 def decide(operation: Operation, role: Role, namespace: str, queue: str) -> Decision:
     """Whether `role` limited to `namespace` may do `operation` on `queue` (for list_queues,
     `queue` is the listed prefix: allowed when it lies inside the namespace or the namespace
-    inside it, the listing then narrowed by `list_prefix`)."""
+    inside it, the listing then narrowed by `list_prefix`). For an exchange's operations
+    `queue` is the exchange's name (exchanges share the namespace's prefix rule); a bind or
+    unbind is checked again for the bound queue."""
     if operation not in GRANTS[role]:
         return "wrong_role"
     if queue.startswith(namespace):
         return "allow"
-    if operation == "list_queues" and namespace.startswith(queue):
+    if operation in ("list_queues", "list_exchanges") and namespace.startswith(queue):
         return "allow"
     return "out_of_namespace"
 

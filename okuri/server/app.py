@@ -254,6 +254,7 @@ class Server:
 
         def regional_actions(engine: Engine, region: str) -> SqsActions:
             self._connect_peers(engine, region)
+            engine.start_expiry_sweeper(settings.expiry_sweep_s)
             return SqsActions(
                 engine,
                 region=region,
@@ -295,6 +296,7 @@ class Server:
         await _listen(self._main_runner, settings.listen, "SQS", self.grpc)
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
+        self.engine.start_expiry_sweeper(settings.expiry_sweep_s)
         self.health.serving(
             self.store,
             self.engine.stats,

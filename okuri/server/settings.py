@@ -113,6 +113,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("long_polls_max", str(limits.long_polls_max_default),
            "receives and leases waiting for messages at once, below --inflight-requests-max; "
            "past it a long poll is refused", "N"),
+    Option("expiry_sweep_s", str(limits.expiry_sweep_s_default),
+           "how often (+-25 %) this node looks for queues past their expires_s that nobody "
+           f"reads any more (1 to {limits.expiry_sweep_s_max})", "SECONDS"),
 )  # fmt: skip
 
 _BY_NAME = {option.name: option for option in OPTIONS}
@@ -186,6 +189,7 @@ class Settings:
     inflight_requests_max: int = limits.inflight_requests_max_default
     inflight_bytes_max: int = limits.inflight_bytes_max_default
     long_polls_max: int = limits.long_polls_max_default
+    expiry_sweep_s: int = limits.expiry_sweep_s_default
 
     @property
     def uses_s3(self) -> bool:
@@ -275,6 +279,7 @@ class Settings:
             inflight_requests_max=requests_max,
             inflight_bytes_max=bytes_max,
             long_polls_max=long_polls_max,
+            expiry_sweep_s=raw.integer("expiry_sweep_s", 1, limits.expiry_sweep_s_max, "seconds"),
         )
 
 

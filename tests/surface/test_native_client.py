@@ -359,3 +359,15 @@ def test_a_call_cut_off_mid_request_may_have_been_sent(tmp_path: Path, kind: str
     finally:
         proc.kill()
     assert caught.value.sent is True and caught.value.code == "connection_failed"
+
+
+def test_expires_s_is_set_read_cleared_and_checked(okuri: Any) -> None:
+    name = fresh()
+    assert okuri.create_queue(name, expires_s=600).attributes.expires_s == 600
+    assert okuri.get_queue(name).attributes.expires_s == 600
+    assert okuri.update_queue(name, expires_s=None).attributes.expires_s is None
+    assert okuri.create_queue(fresh()).attributes.expires_s is None
+    for bad in (0, -1, 366 * 86400 + 1):
+        with pytest.raises(BadRequestError) as caught:
+            okuri.create_queue(fresh(), expires_s=bad)
+        assert caught.value.code == "out_of_range" and "expires_s" in caught.value.message

@@ -103,7 +103,11 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(server: ServerProce
     ok(call(server, "POST", "/v1/queues", {"name": dlq}))
     attrs = {"lease_timeout_s": 45, "max_attempts": 3, "dead_letter_queue": dlq, "delay_s": 0}
     created = ok(call(server, "POST", "/v1/queues", {"name": name, "attributes": attrs}))
-    assert created["attributes"] == {**attrs, "retention_s": limits.retention_s_default}
+    assert created["attributes"] == {
+        **attrs,
+        "retention_s": limits.retention_s_default,
+        "expires_s": None,
+    }
     # Again with the same attributes: fine; with others: 409.
     ok(call(server, "POST", "/v1/queues", {"name": name, "attributes": attrs}))
     other = {"name": name, "attributes": {**attrs, "lease_timeout_s": 46}}
@@ -620,3 +624,26 @@ def test_the_server_stays_healthy_after_the_table(server: ServerProcess) -> None
     name = fresh()
     ok(call(server, "POST", "/v1/queues", {"name": name}))
     ok(call(server, "POST", f"/v1/queues/{name}/messages", {"items": [{"body": "still here"}]}))
+
+
+def test_expires_s_is_set_shown_cleared_and_checked(server: ServerProcess) -> None:
+    name = fresh()
+    made = ok(call(server, "POST", "/v1/queues", {"name": name, "attributes": {"expires_s": 600}}))
+    assert made["attributes"]["expires_s"] == 600
+    assert ok(call(server, "GET", f"/v1/queues/{name}"))["attributes"]["expires_s"] == 600
+    cleared = {"attributes": {"expires_s": None}}
+    assert (
+        ok(call(server, "PATCH", f"/v1/queues/{name}", cleared))["attributes"]["expires_s"] is None
+    )
+    for bad, code in (
+        (0, "out_of_range"),
+        (-5, "out_of_range"),
+        (366 * 86400 + 1, "out_of_range"),
+        ("60", "wrong_type"),
+        (1.5, "wrong_type"),
+        (True, "wrong_type"),
+    ):
+        body = {"name": fresh(), "attributes": {"expires_s": bad}}
+        assert error_code(call(server, "POST", "/v1/queues", body), 400) == code, bad
+        patch = {"attributes": {"expires_s": bad}}
+        assert error_code(call(server, "PATCH", f"/v1/queues/{name}", patch), 400) == code, bad

@@ -35,6 +35,8 @@ def test_every_rpc_of_the_proto_has_an_implementation() -> None:
     assert declared == {
         "CreateQueue", "GetQueue", "UpdateQueue", "ListQueues", "DeleteQueue", "PurgeQueue",
         "Produce", "Lease", "Complete", "Retry", "Extend", "Redrive",
+        "CreateExchange", "GetExchange", "ListExchanges", "DeleteExchange", "BindQueue",
+        "UnbindQueue", "Publish",
     }  # fmt: skip
     service = QueueService(Engine(MemoryStore(), SystemClock()), SystemClock(), None)
     assert set(service.rpcs) == declared

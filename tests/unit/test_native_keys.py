@@ -22,10 +22,14 @@ ALLOWED: dict[Role, set[str]] = {
     "admin": {
         "create_queue", "get_queue", "list_queues", "update_queue", "delete_queue",
         "purge_queue", "produce", "lease", "complete", "retry", "extend", "redrive",
+        "create_exchange", "get_exchange", "list_exchanges", "delete_exchange", "bind",
+        "unbind", "publish",
     },
-    "producer": {"get_queue", "list_queues", "produce"},
-    "consumer": {"get_queue", "list_queues", "lease", "complete", "retry", "extend"},
-    "readonly": {"get_queue", "list_queues"},
+    "producer": {"get_queue", "list_queues", "produce", "get_exchange", "list_exchanges",
+                 "publish"},
+    "consumer": {"get_queue", "list_queues", "lease", "complete", "retry", "extend",
+                 "get_exchange", "list_exchanges", "bind", "unbind"},
+    "readonly": {"get_queue", "list_queues", "get_exchange", "list_exchanges"},
 }  # fmt: skip
 
 

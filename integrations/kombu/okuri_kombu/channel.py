@@ -10,29 +10,33 @@
 | `basic_reject(requeue=True)`, recover, close | retry now |
 | `basic_reject(requeue=False)` | retry dead: to the queue's dead-letter queue |
 | `queue_purge`, `queue_delete` | purge, delete |
+| exchanges, bindings, publish to an exchange | okuri's exchanges (okuri_kombu/exchanges.py) |
+| queue `expires`, `message_ttl`, `auto_delete` | okuri_kombu/arguments.py |
 
 Acks and rejects return at once; okuri_kombu/keeper.py sends them, in batches, and renews the
-leases of the messages still held. Exchanges are kombu's virtual ones, kept in each process:
-direct routing works wherever the publishing process declared the queue (kombu's Producer
-and Celery do, with the binding); fanout and topic exchanges are not shared yet.
+leases of the messages still held.
 
 The consuming thread blocks in `drain_events` (kombu's synchronous model, as its Redis
-transport's `_get` or its SQS transport without a hub): one lease request at a time per channel,
-long-polling up to `wait_time_s` (at most 1 s per queue when consuming several, so that one
-idle queue cannot hold up another), bounded by `drain_events`' timeout.
+transport's `_get` or its SQS transport without a hub): one lease request at a time,
+long-polling up to `wait_time_s`, bounded by `drain_events`' timeout. When the connection
+consumes several queues, each is long-polled a second at most in turn, so that an idle queue
+cannot hold up another; an `auto_delete` queue (Celery's remote-control, reply and event
+queues) beside others is short-polled between them, so that a worker sees `celery inspect` and
+`celery control` within about a second however long its task queue's poll is.
 """
 
 from __future__ import annotations
 
-import threading
 from queue import Empty
 from typing import TYPE_CHECKING, Any
 
 from kombu.transport import virtual
+from kombu.transport.base import to_rabbitmq_queue_arguments
 from kombu.utils.scheduling import FairCycle
 
 from okuri.client import Client, Item, NotFoundError
 
+from .arguments import QueueArguments
 from .leases import BATCH_MAX
 from .options import Options
 from .payloads import Payload, item_text, payload_of
@@ -42,7 +46,6 @@ if TYPE_CHECKING:
     from .transport import Transport
 
 MULTI_QUEUE_WAIT_S = 1  # the long poll per queue when a channel consumes from several
-IDLE_WAIT_S = 1.0  # how long drain_events waits for room (or a consumer) before Empty
 
 
 class QoS(virtual.QoS):
@@ -70,13 +73,12 @@ class QoS(virtual.QoS):
 class Channel(virtual.Channel):
     QoS = QoS
     do_restore = True  # unacked messages are released (retry now) when the channel closes
-    supports_fanout = False
+    supports_fanout = True  # bindings live in okuri, shared by every process
 
     connection: Transport
 
     def __init__(self, connection: Transport, **kwargs: Any) -> None:
         super().__init__(connection, **kwargs)
-        self._ready = threading.Event()  # set when room or a consumer may have appeared
         self._noack_queues: set[str] = set()
 
     @property
@@ -93,11 +95,23 @@ class Channel(virtual.Channel):
 
     def wake(self) -> None:
         """Room in the prefetch window, or a consumer: a waiting drain_events may lease."""
-        self._ready.set()
+        self.connection.ready.set()
+
+    def can_lease(self) -> bool:
+        """Whether this channel has consumers and room in its prefetch window."""
+        return bool(self._consumers) and bool(self.qos.can_consume())
 
     # --- queues ------------------------------------------------------------------------------
 
-    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+    def prepare_queue_arguments(self, arguments: Any, **kwargs: Any) -> Any:
+        """kombu's `expires`, `message_ttl`, ... as RabbitMQ's x- arguments (as kombu's Redis
+        transport takes them), read by _new_queue."""
+        return to_rabbitmq_queue_arguments(arguments, **kwargs)
+
+    def _new_queue(
+        self, queue: str, auto_delete: bool = False, arguments: Any = None, **kwargs: Any
+    ) -> None:
+        self.connection.set_arguments(queue, QueueArguments.read(arguments, auto_delete))
         self.connection.ensure_queue(queue)
 
     def _has_queue(self, queue: str, **kwargs: Any) -> bool:
@@ -132,11 +146,108 @@ class Channel(virtual.Channel):
         if if_empty and self._size(queue):
             return
         self._delete(queue)
+        # okuri drops a deleted queue's bindings itself; here only the process's own record.
         for exchange, routing_key, arguments in list(self.state.queue_bindings(queue)):
-            self.queue_unbind(queue, exchange, routing_key, arguments)
+            virtual.Channel.queue_unbind(self, queue, exchange, routing_key, arguments)
         self.state.queue_bindings_delete(queue)
 
+    # --- exchanges and bindings --------------------------------------------------------------
+
+    def exchange_declare(
+        self,
+        exchange: str | None = None,
+        type: str = "direct",
+        durable: bool = False,
+        auto_delete: bool = False,
+        arguments: Any = None,
+        nowait: bool = False,
+        passive: bool = False,
+    ) -> None:
+        """Declare the exchange on okuri (kept in-process if this key may not; see
+        okuri_kombu/exchanges.py), and in kombu's state of this connection."""
+        type = type or "direct"
+        exchange = exchange or f"amq.{type}"
+        self.connection.exchanges.declare(exchange, type, passive)
+        if passive and exchange in self.state.exchanges:
+            return
+        super().exchange_declare(exchange, type, durable, auto_delete, arguments, nowait)
+
+    def exchange_delete(self, exchange: str, if_unused: bool = False, nowait: bool = False) -> None:
+        """Delete the okuri exchange and its bindings; its queues stay (kombu's virtual channel
+        would delete the empty ones)."""
+        self.connection.exchanges.delete(exchange)
+        self.state.exchanges.pop(exchange, None)
+
+    def queue_bind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Bind on okuri every time (idempotent there: a binding lost with an expired queue is
+        made again), then in kombu's state."""
+        exchange = exchange or "amq.direct"
+        if exchange not in self.state.exchanges:
+            self.exchange_declare(exchange)
+        okuri_queue = self.connection.ensure_queue(queue)
+        self.connection.exchanges.bind(exchange, okuri_queue, routing_key)
+        super().queue_bind(queue, exchange, routing_key, arguments, **kwargs)
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        pass  # queue_bind has bound it on okuri already
+
+    def queue_unbind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        exchange = exchange or "amq.direct"
+        self.connection.exchanges.unbind(exchange, self.connection.okuri_name(queue), routing_key)
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+
     # --- publishing --------------------------------------------------------------------------
+
+    def basic_publish(
+        self, message: Payload, exchange: str, routing_key: str, **kwargs: Any
+    ) -> Any:
+        """One request: to a named exchange, okuri's publish (okuri routes it); to kombu's
+        default exchange, a produce to the queue the routing key names."""
+        self._inplace_augment_message(message, exchange, routing_key)
+        if not exchange:
+            return self._put(routing_key, message, **kwargs)
+        exchanges = self.connection.exchanges
+        routed = exchanges.publish(exchange, routing_key, item_text(message))
+        if routed is None:  # a direct exchange kept in-process: kombu's own routing
+            return self.typeof(exchange).deliver(message, exchange, routing_key, **kwargs)
+        if not routed and self._rebind(exchange, routing_key):
+            exchanges.publish(exchange, routing_key, item_text(message))
+        return None
+
+    def _rebind(self, exchange: str, routing_key: str) -> bool:
+        """After a publish okuri routed nowhere: make again the bindings this process made
+        that the routing key matches (their queue expired or was deleted, and with it the
+        binding); whether there were any."""
+        try:
+            queues = self.typeof(exchange).lookup(
+                self.get_table(exchange), exchange, routing_key, None
+            )
+        except KeyError:
+            return False
+        queues = [q for q in queues if q]
+        if queues:  # the exchange may have gone too
+            self.connection.exchanges.declare(exchange, self.state.exchanges[exchange]["type"])
+        for queue in queues:
+            self.connection.forget_queue(queue)
+            for bound_exchange, key, _ in list(self.state.queue_bindings(queue)):
+                if bound_exchange == exchange:
+                    okuri_queue = self.connection.ensure_queue(queue)
+                    self.connection.exchanges.bind(exchange, okuri_queue, key)
+        return bool(queues)
 
     def _put(self, queue: str, message: Payload, **kwargs: Any) -> None:
         name = self.connection.ensure_queue(queue)
@@ -154,10 +265,15 @@ class Channel(virtual.Channel):
         return result
 
     def basic_cancel(self, consumer_tag: str) -> Any:
+        """Cancel; an `auto_delete` queue that no consumer of this connection consumes any
+        more is deleted (as RabbitMQ deletes one after its last consumer, and kombu's Redis
+        transport its fanout queues)."""
         queue = self._tag_to_queue.get(consumer_tag)
         result = super().basic_cancel(consumer_tag)
         if queue is not None and queue not in self._active_queues:
             self._noack_queues.discard(queue)
+            if self.connection.arguments(queue).auto_delete and not self.connection.consumes(queue):
+                self.queue_delete(queue)
         return result
 
     def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
@@ -180,28 +296,32 @@ class Channel(virtual.Channel):
         self._cycle = FairCycle(self._lease_and_deliver, self._active_queues, Empty)
 
     def drain_events(self, timeout: float | None = None, callback: Any = None) -> None:
-        """Lease from the consumed queues and deliver; Empty when nothing came. Without room
-        in the prefetch window (or without consumers) it waits, up to a second, for an ack
-        or a consumer first, so that kombu's loop around it never spins."""
-        self._ready.clear()
-        if not (self._consumers and self.qos.can_consume()):
-            bound = IDLE_WAIT_S if timeout is None else min(timeout, IDLE_WAIT_S)
-            self._ready.wait(bound)
+        """Lease from the consumed queues and deliver; Empty when nothing came, at once
+        without room in the prefetch window or without consumers (the transport's
+        drain_events then waits for an ack or a consumer, so that its loop never spins)."""
+        if not self.can_lease():
             raise Empty()
         self.cycle.get(callback or self.connection._deliver, timeout=timeout)
 
     def _lease_and_deliver(self, queue: str, callback: Any, timeout: float | None = None) -> None:
         room = self.qos.can_consume_max_estimate()
         most = BATCH_MAX if room is None else min(max(room, 1), BATCH_MAX)
-        payloads = self._lease(queue, most, self._wait_s(timeout), queue in self._noack_queues)
+        payloads = self._lease(
+            queue, most, self._wait_s(queue, timeout), queue in self._noack_queues
+        )
         if not payloads:
             raise Empty()
         for payload in payloads:
             callback(payload, queue)
 
-    def _wait_s(self, timeout: float | None) -> int:
+    def _wait_s(self, queue: str, timeout: float | None) -> int:
+        """The long poll for `queue`: 0 for an auto_delete queue beside others (above), a
+        second at most when the connection consumes several queues, within the timeout."""
+        connection = self.connection
+        if connection.arguments(queue).auto_delete and connection.consumes_other_than_auto():
+            return 0
         wait_s = self.options.wait_time_s
-        if len(self._active_queues) > 1:
+        if connection.consumed_count() > 1:
             wait_s = min(wait_s, MULTI_QUEUE_WAIT_S)
         if timeout is not None:
             wait_s = min(wait_s, int(timeout))
@@ -210,22 +330,36 @@ class Channel(virtual.Channel):
     def _lease(self, queue: str, most: int, wait_s: int, no_ack: bool = False) -> list[Payload]:
         """Lease up to `most` items of kombu queue `queue`, each now held (or, for a no-ack
         consumer, completed at once)."""
-        name = self.connection.ensure_queue(queue)
-        leased_at = self.connection.clock()
-        try:
-            items = self.okuri.lease(
-                name, most, lease_s=self.options.lease_s, request_timeout_s=wait_s
-            )
-        except NotFoundError:  # deleted meanwhile: declared again on the next poll
-            self.connection.forget_queue(queue)
-            return []
+        connection = self.connection
+        name = connection.ensure_queue(queue)
+        leased_at = connection.clock()
+        if wait_s:
+            connection.long_polled = True
+        arguments = connection.arguments(queue)
         keeper = self.keeper
-        for item in items:
-            if no_ack:
-                keeper.complete_unheld(name, item.handle)
-            else:
-                keeper.hold(name, item.handle, leased_at)
-        return [payload_of(item, name) for item in items]
+        kept: list[Any] = []
+        while not kept:
+            try:
+                items = self.okuri.lease(
+                    name, most, lease_s=self.options.lease_s, request_timeout_s=wait_s
+                )
+            except NotFoundError:  # deleted meanwhile (or expired): made again on the next poll
+                connection.forget_queue(queue, lost=True)
+                return []
+            if not items:
+                break
+            now_s = connection.wall_clock()
+            for item in items:
+                if arguments.expired(item.enqueued_at.timestamp(), now_s):
+                    keeper.complete_unheld(name, item.handle)  # past the queue's message_ttl
+                elif no_ack:
+                    keeper.complete_unheld(name, item.handle)
+                    kept.append(item)
+                else:
+                    keeper.hold(name, item.handle, leased_at)
+                    kept.append(item)
+            wait_s = 0  # every one was past its TTL: look again, without waiting
+        return [payload_of(item, name) for item in kept]
 
     def _restore(self, message: Any) -> None:
         """Give an unacked message back (the channel closes, or recover): retry it now."""
@@ -235,5 +369,7 @@ class Channel(virtual.Channel):
         self._restore(message)
 
     def close(self) -> None:
+        connection = self.connection  # kombu's close unsets it
         super().close()
-        self.wake()
+        if connection is not None:
+            connection.ready.set()

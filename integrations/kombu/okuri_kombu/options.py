@@ -30,6 +30,7 @@ QUEUE_ATTRIBUTES = (
     "dead_letter_queue",
     "retention_s",
     "delay_s",
+    "expires_s",
 )
 
 

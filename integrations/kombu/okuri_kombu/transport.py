@@ -36,12 +36,15 @@ from okuri.client import (
     ServerError,
 )
 
+from .arguments import QueueArguments
 from .channel import Channel
+from .exchanges import Exchanges, ExchangeTypeError
 from .keeper import LeaseKeeper
 from .names import QueueNameError, okuri_queue_name
 from .options import Options
 
 VERSION = "0.0.1"
+IDLE_WAIT_S = 1.0  # how long drain_events waits for room (or a consumer) when it cannot poll
 
 
 class Transport(virtual.Transport):
@@ -65,6 +68,7 @@ class Transport(virtual.Transport):
         *virtual.Transport.channel_errors,
         OkuriClientError,
         QueueNameError,
+        ExchangeTypeError,
     )
     # What kombu's `ensure` (Celery's publish retries) retries after reconnecting: the connection
     # errors; a refusal is not retried (without these, kombu would retry every error above).
@@ -73,7 +77,7 @@ class Transport(virtual.Transport):
 
     implements = virtual.Transport.implements.extend(
         asynchronous=False,
-        exchange_type=frozenset(["direct"]),
+        exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
 
@@ -87,12 +91,18 @@ class Transport(virtual.Transport):
         if client.userid and not client.password:  # okuri://KEY@host: mask KEY in logs
             client.password, client.userid = client.userid, None
         self.clock = time.monotonic
+        self.wall_clock = time.time  # against items' enqueued_at (a queue's message_ttl)
         self._okuri: Client | None = None
         self._http: httpx.Client | None = None  # the okuri client's, closed with the connection
         self._keeper: LeaseKeeper | None = None
         self.conninfo: Any = client  # kombu's Connection (kombu types `client` as None)
         self._queues: dict[str, str] = {}  # kombu queue name -> okuri queue, declared
+        self._lost: set[str] = set()  # queues found missing: bindings to make again
+        self._arguments: dict[str, QueueArguments] = {}  # kombu queue name -> its arguments
         self._lock = threading.Lock()
+        self.exchanges = Exchanges(lambda: self.okuri, self.options.queue_name_prefix)
+        self.ready = threading.Event()  # an ack or a consumer: a waiting drain may lease
+        self.long_polled = False  # whether a drain round sent a long poll
 
     # --- the client --------------------------------------------------------------------------
 
@@ -145,14 +155,23 @@ class Transport(virtual.Transport):
     def okuri_name(self, queue: str) -> str:
         return okuri_queue_name(queue, self.options.queue_name_prefix)
 
+    def set_arguments(self, queue: str, arguments: QueueArguments) -> None:
+        self._arguments[queue] = arguments
+
+    def arguments(self, queue: str) -> QueueArguments:
+        """What kombu declared queue `queue` with (expires, message_ttl, auto_delete)."""
+        return self._arguments.get(queue) or QueueArguments()
+
     def ensure_queue(self, queue: str) -> str:
-        """The okuri queue of kombu queue `queue`, created if missing (once per connection)."""
+        """The okuri queue of kombu queue `queue`, created if missing (once per connection;
+        again after it was found missing, with the bindings this connection made to it)."""
         name = self._queues.get(queue)
         if name is not None:
             return name
         name = self.okuri_name(queue)
+        attributes = {**self.options.attributes_for(queue), **self.arguments(queue).attributes()}
         try:
-            self.okuri.create_queue(name, **self.options.attributes_for(queue))
+            self.okuri.create_queue(name, **attributes)
         except ConflictError:
             pass  # it exists with other attributes: it is used as it is
         except ForbiddenError as refused:
@@ -162,13 +181,37 @@ class Transport(virtual.Transport):
             except NotFoundError:
                 raise refused from None
         self._queues[queue] = name
+        if queue in self._lost:
+            self._lost.discard(queue)
+            for exchange, routing_key, _ in list(self.state.queue_bindings(queue)):
+                self.exchanges.bind(exchange, name, routing_key)
         return name
 
-    def forget_queue(self, queue: str) -> None:
+    def forget_queue(self, queue: str, lost: bool = False) -> None:
+        """Declare `queue` again on its next use; `lost`: it was found missing, so make its
+        bindings again too."""
         self._queues.pop(queue, None)
+        if lost:
+            self._lost.add(queue)
+
+    def consumes(self, queue: str) -> bool:
+        return any(queue in channel._active_queues for channel in self.channels)
+
+    def consumed_count(self) -> int:
+        """How many queues this connection's consumers with room to lease consume."""
+        return sum(len(c._active_queues) for c in self.channels if c.can_lease())
+
+    def consumes_other_than_auto(self) -> bool:
+        """Whether a consumer of this connection consumes a queue that is not auto_delete."""
+        return any(
+            not self.arguments(queue).auto_delete
+            for channel in self.channels
+            for queue in channel._active_queues
+        )
 
     def delete_queue(self, queue: str) -> None:
         self.forget_queue(queue)
+        self._lost.discard(queue)
         with contextlib.suppress(NotFoundError):
             self.okuri.delete_queue(self.okuri_name(queue))
 
@@ -185,15 +228,26 @@ class Transport(virtual.Transport):
         cycle: Any = self.cycle
         while True:
             left_s = None if deadline is None else max(0.0, deadline - self.clock())
+            self.ready.clear()
+            self.long_polled = False
             try:
                 cycle.get(self._deliver, timeout=left_s)
                 return
             except Empty:
                 left_s = None if deadline is None else deadline - self.clock()
+                if not self.long_polled:
+                    # Nothing waited on okuri (no room, no consumer, or short polls only):
+                    # wait here, for an ack or a consumer at most, never spinning.
+                    pause_s = self.polling_interval or IDLE_WAIT_S
+                    self.ready.wait(pause_s if left_s is None else max(0.0, min(left_s, pause_s)))
+                    left_s = None if deadline is None else deadline - self.clock()
+                elif self.polling_interval:
+                    time.sleep(
+                        min(self.polling_interval, max(0.0, left_s or self.polling_interval))
+                    )
+                    left_s = None if deadline is None else deadline - self.clock()
                 if left_s is not None and left_s < 1:
                     raise TimeoutError() from None  # socket.timeout
-                if self.polling_interval:
-                    time.sleep(min(self.polling_interval, left_s or self.polling_interval))
 
     def establish_connection(self) -> Any:
         self.okuri.list_queues(limit=1)  # reaches okuri, and okuri takes the key
@@ -213,6 +267,8 @@ class Transport(virtual.Transport):
             if http is not None:
                 http.close()
             self._queues.clear()
+            self._lost.clear()
+            self.exchanges.clear()
 
     @property
     def default_connection_params(self) -> dict[str, Any]:

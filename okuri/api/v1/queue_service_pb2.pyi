@@ -10,20 +10,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class QueueAttributes(_message.Message):
-    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s", "content_based_dedup")
+    __slots__ = ("lease_timeout_s", "max_attempts", "dead_letter_queue", "retention_s", "delay_s", "content_based_dedup", "expires_s")
     LEASE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     RETENTION_S_FIELD_NUMBER: _ClassVar[int]
     DELAY_S_FIELD_NUMBER: _ClassVar[int]
     CONTENT_BASED_DEDUP_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_S_FIELD_NUMBER: _ClassVar[int]
     lease_timeout_s: int
     max_attempts: int
     dead_letter_queue: str
     retention_s: int
     delay_s: int
     content_based_dedup: bool
-    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ...) -> None: ...
+    expires_s: int
+    def __init__(self, lease_timeout_s: _Optional[int] = ..., max_attempts: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., retention_s: _Optional[int] = ..., delay_s: _Optional[int] = ..., content_based_dedup: _Optional[bool] = ..., expires_s: _Optional[int] = ...) -> None: ...
 
 class QueueStats(_message.Message):
     __slots__ = ("visible", "leased", "delayed", "dead_lettered")
@@ -282,3 +284,99 @@ class RedriveResponse(_message.Message):
     MOVED_FIELD_NUMBER: _ClassVar[int]
     moved: int
     def __init__(self, moved: _Optional[int] = ...) -> None: ...
+
+class Binding(_message.Message):
+    __slots__ = ("queue", "routing_key")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    routing_key: str
+    def __init__(self, queue: _Optional[str] = ..., routing_key: _Optional[str] = ...) -> None: ...
+
+class Exchange(_message.Message):
+    __slots__ = ("name", "type", "bindings", "created_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    bindings: _containers.RepeatedCompositeFieldContainer[Binding]
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[Binding, _Mapping]]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CreateExchangeRequest(_message.Message):
+    __slots__ = ("name", "type")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+
+class GetExchangeRequest(_message.Message):
+    __slots__ = ("exchange",)
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    exchange: str
+    def __init__(self, exchange: _Optional[str] = ...) -> None: ...
+
+class ListExchangesRequest(_message.Message):
+    __slots__ = ("prefix", "limit", "after")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    limit: int
+    after: str
+    def __init__(self, prefix: _Optional[str] = ..., limit: _Optional[int] = ..., after: _Optional[str] = ...) -> None: ...
+
+class ListExchangesResponse(_message.Message):
+    __slots__ = ("exchanges", "next")
+    EXCHANGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    exchanges: _containers.RepeatedScalarFieldContainer[str]
+    next: str
+    def __init__(self, exchanges: _Optional[_Iterable[str]] = ..., next: _Optional[str] = ...) -> None: ...
+
+class DeleteExchangeRequest(_message.Message):
+    __slots__ = ("exchange",)
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    exchange: str
+    def __init__(self, exchange: _Optional[str] = ...) -> None: ...
+
+class DeleteExchangeResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class BindingRequest(_message.Message):
+    __slots__ = ("exchange", "queue", "routing_key")
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
+    exchange: str
+    queue: str
+    routing_key: str
+    def __init__(self, exchange: _Optional[str] = ..., queue: _Optional[str] = ..., routing_key: _Optional[str] = ...) -> None: ...
+
+class PublishRequest(_message.Message):
+    __slots__ = ("exchange", "routing_key", "items")
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_KEY_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    exchange: str
+    routing_key: str
+    items: _containers.RepeatedCompositeFieldContainer[ProduceItem]
+    def __init__(self, exchange: _Optional[str] = ..., routing_key: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ProduceItem, _Mapping]]] = ...) -> None: ...
+
+class RoutedQueue(_message.Message):
+    __slots__ = ("queue", "produced")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    PRODUCED_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    produced: ProduceResponse
+    def __init__(self, queue: _Optional[str] = ..., produced: _Optional[_Union[ProduceResponse, _Mapping]] = ...) -> None: ...
+
+class PublishResponse(_message.Message):
+    __slots__ = ("routed",)
+    ROUTED_FIELD_NUMBER: _ClassVar[int]
+    routed: _containers.RepeatedCompositeFieldContainer[RoutedQueue]
+    def __init__(self, routed: _Optional[_Iterable[_Union[RoutedQueue, _Mapping]]] = ...) -> None: ...

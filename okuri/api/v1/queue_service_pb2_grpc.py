@@ -94,6 +94,41 @@ class QueueServiceStub:
                 request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.SerializeToString,
                 response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.FromString,
                 _registered_method=True)
+        self.CreateExchange = channel.unary_unary(
+                '/okuri.api.v1.QueueService/CreateExchange',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.CreateExchangeRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+                _registered_method=True)
+        self.GetExchange = channel.unary_unary(
+                '/okuri.api.v1.QueueService/GetExchange',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.GetExchangeRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+                _registered_method=True)
+        self.ListExchanges = channel.unary_unary(
+                '/okuri.api.v1.QueueService/ListExchanges',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesResponse.FromString,
+                _registered_method=True)
+        self.DeleteExchange = channel.unary_unary(
+                '/okuri.api.v1.QueueService/DeleteExchange',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeResponse.FromString,
+                _registered_method=True)
+        self.BindQueue = channel.unary_unary(
+                '/okuri.api.v1.QueueService/BindQueue',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+                _registered_method=True)
+        self.UnbindQueue = channel.unary_unary(
+                '/okuri.api.v1.QueueService/UnbindQueue',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+                _registered_method=True)
+        self.Publish = channel.unary_unary(
+                '/okuri.api.v1.QueueService/Publish',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -172,6 +207,51 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateExchange(self, request, context):
+        """Declare an exchange; the same type again is fine, another type is ALREADY_EXISTS.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetExchange(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListExchanges(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteExchange(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BindQueue(self, request, context):
+        """the same binding again: no change
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnbindQueue(self, request, context):
+        """a binding not there: no change
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Publish(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +314,41 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.Redrive,
                     request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.FromString,
                     response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.SerializeToString,
+            ),
+            'CreateExchange': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateExchange,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.CreateExchangeRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.SerializeToString,
+            ),
+            'GetExchange': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetExchange,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.GetExchangeRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.SerializeToString,
+            ),
+            'ListExchanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExchanges,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesResponse.SerializeToString,
+            ),
+            'DeleteExchange': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteExchange,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeResponse.SerializeToString,
+            ),
+            'BindQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.BindQueue,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.SerializeToString,
+            ),
+            'UnbindQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnbindQueue,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.SerializeToString,
+            ),
+            'Publish': grpc.unary_unary_rpc_method_handler(
+                    servicer.Publish,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -560,6 +675,195 @@ class QueueService:
             '/okuri.api.v1.QueueService/Redrive',
             okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.SerializeToString,
             okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateExchange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/CreateExchange',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.CreateExchangeRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetExchange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/GetExchange',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.GetExchangeRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExchanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/ListExchanges',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.ListExchangesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteExchange(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/DeleteExchange',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.DeleteExchangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BindQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/BindQueue',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnbindQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/UnbindQueue',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.BindingRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.Exchange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Publish(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/Publish',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.PublishResponse.FromString,
             options,
             channel_credentials,
             insecure,

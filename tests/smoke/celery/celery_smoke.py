@@ -41,6 +41,7 @@ WORKER_START_S = 60.0  # cold interpreters importing celery and boto3 on a busy 
 WORKER_STOP_S = 10.0  # a warm shutdown waits for running tasks; after this, SIGKILL
 WAIT_POLL_S = 0.1
 VISIBILITY_S = smoke_app.VISIBILITY_S
+EXPIRY_SWEEP_S = 2  # the server's OKURI_EXPIRY_SWEEP_S here (45 s by default)
 
 
 @dataclass
@@ -165,8 +166,10 @@ def spawn_worker(
     command = [
         sys.executable, "-m", "celery", "-A", "smoke_app", "worker",
         "--pool=prefork", "--concurrency=2", "-Q", queue, "-n", f"{name}@smoke",
-        "--loglevel=info", "--without-mingle", "--without-gossip", "--without-heartbeat",
+        "--loglevel=info",
     ]  # fmt: skip
+    if okuri.broker == "sqs":  # kombu's SQS transport has no broadcast; okuri:// runs them all
+        command += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             command,

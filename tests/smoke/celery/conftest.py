@@ -25,6 +25,7 @@ for path in (HERE, INTEGRATIONS / "celery", INTEGRATIONS / "kombu"):
 from celery import Celery  # noqa: E402
 from celery_smoke import (  # noqa: E402
     ADMIN_KEY,
+    EXPIRY_SWEEP_S,
     S3_KEY_ID,
     S3_SECRET,
     CeleryOkuri,
@@ -53,6 +54,7 @@ def celery_okuri(
             "OKURI_S3_ACCESS_KEY_ID": S3_KEY_ID,
             "OKURI_S3_SECRET_ACCESS_KEY": S3_SECRET,
             "OKURI_ADMIN_KEY": ADMIN_KEY,  # okuri:// (integrations/kombu) speaks the native API
+            "OKURI_EXPIRY_SWEEP_S": str(EXPIRY_SWEEP_S),  # abandoned reply/event queues go soon
         },
     )
     yield CeleryOkuri(server, bucket, moto_s3_endpoint)

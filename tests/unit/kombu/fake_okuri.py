@@ -3,9 +3,12 @@ with `fake_transport`, an okuri_kombu Transport talking to it, and `ManualKeeper
 lease keeper turned by hand.
 
 It answers the routes okuri.client sends (okuri/client/http.py's ROUTES) with the shapes the
-server answers, keeps queues and items in dicts, and reads time from `now` (seconds), which
-tests move by hand: a lease runs out when `now` passes its deadline. Tests assert on its state
-(`items`, `queues`) and on the requests it answered (`requests`), never on mocks.
+server answers, keeps queues, items and exchanges in dicts, and reads time from `now` (seconds),
+which tests move by hand: a lease runs out when `now` passes its deadline, a queue with
+`expires_s` unused that long is gone (checked on each request, as the server's sweep would).
+Exchanges route as the server's do (direct, topic with AMQP's `*` and `#`, fanout), to each
+bound queue once, skipping and unbinding queues that no longer exist. Tests assert on its state
+(`items`, `queues`, `exchanges`) and on the requests it answered (`requests`), never on mocks.
 
 Fault model: none by default; `fail_next(operation, status, code)` makes the next request of
 an operation answer that error once, `crash_next(operation)` makes it raise in the client.
@@ -38,7 +41,9 @@ QUEUE_DEFAULTS = {
     "dead_letter_queue": None,
     "retention_s": 345600,
     "delay_s": 0,
+    "expires_s": None,
 }
+EXCHANGE_TYPES = ("direct", "topic", "fanout")
 
 
 class ManualKeeper(LeaseKeeper):
@@ -66,6 +71,40 @@ class FakeQueue:
     name: str
     attributes: dict[str, Any]
     items: list[FakeItem] = field(default_factory=list)
+    used_at: float = 0.0  # a lease, a get or a re-declare (expires_s counts from here)
+
+
+@dataclass
+class FakeExchange:
+    name: str
+    type: str
+    bindings: list[tuple[str, str]] = field(default_factory=list)  # (queue, routing key)
+
+    def routes(self, routing_key: str) -> list[str]:
+        """The bound queues `routing_key` reaches, each once, in binding order."""
+        queues: list[str] = []
+        for queue, key in self.bindings:
+            if queue not in queues and _matches(self.type, key, routing_key):
+                queues.append(queue)
+        return queues
+
+
+def _matches(type: str, binding_key: str, routing_key: str) -> bool:
+    if type == "fanout":
+        return True
+    if type == "direct":
+        return binding_key == routing_key
+    return _topic(binding_key.split("."), routing_key.split("."))
+
+
+def _topic(pattern: list[str], words: list[str]) -> bool:
+    """AMQP topic matching: `*` is exactly one word, `#` zero or more."""
+    if not pattern:
+        return not words
+    head, rest = pattern[0], pattern[1:]
+    if head == "#":
+        return any(_topic(rest, words[i:]) for i in range(len(words) + 1))
+    return bool(words) and head in ("*", words[0]) and _topic(rest, words[1:])
 
 
 @dataclass
@@ -81,11 +120,13 @@ class FakeOkuri:
     def __init__(self) -> None:
         self.now = 1_000.0
         self.queues: dict[str, FakeQueue] = {}
+        self.exchanges: dict[str, FakeExchange] = {}
         self.requests: list[Seen] = []
         self._ids = 0
         self._faults: dict[str, tuple[int, str]] = {}
         self._crashes: set[str] = set()
-        self.forbid_create = False
+        self.forbid_create = False  # a producer or consumer key: no queues, no exchanges
+        self.forbid_bind = False  # a producer key: no bindings either
 
     # --- for tests ---------------------------------------------------------------------------
 
@@ -129,7 +170,14 @@ class FakeOkuri:
         ("POST", r"/v1/queues/([^/]+)/complete", "complete"),
         ("POST", r"/v1/queues/([^/]+)/retry", "retry"),
         ("POST", r"/v1/queues/([^/]+)/extend", "extend"),
+        ("POST", r"/v1/exchanges", "create_exchange"),
+        ("GET", r"/v1/exchanges/([^/]+)", "get_exchange"),
+        ("DELETE", r"/v1/exchanges/([^/]+)", "delete_exchange"),
+        ("POST", r"/v1/exchanges/([^/]+)/bind", "bind"),
+        ("POST", r"/v1/exchanges/([^/]+)/unbind", "unbind"),
+        ("POST", r"/v1/exchanges/([^/]+)/messages", "publish"),
     ]
+    EXCHANGE_OPERATIONS = {"get_exchange", "delete_exchange", "bind", "unbind", "publish"}
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if request.headers.get("authorization") != f"Bearer {KEY}":
@@ -146,8 +194,14 @@ class FakeOkuri:
                 if operation in self._faults:
                     status, code = self._faults.pop(operation)
                     return _error(status, code, f"{operation} failed on purpose")
-                if queue and operation != "create_queue" and queue not in self.queues:
+                self.expire()
+                if operation in self.EXCHANGE_OPERATIONS:
+                    if queue not in self.exchanges:
+                        return _error(404, "exchange_not_found", f"No exchange {queue}.")
+                elif queue and operation != "create_queue" and queue not in self.queues:
                     return _error(404, "queue_not_found", f"No queue {queue}.")
+                if operation in ("lease", "get_queue"):
+                    self.queues[queue].used_at = self.now
                 answer: httpx.Response = getattr(self, f"_{operation}")(queue, doc)
                 return answer
         return _error(404, "not_found", "No such route.")
@@ -166,6 +220,7 @@ class FakeOkuri:
                 return _error(409, "queue_exists", "The queue exists with other attributes.")
         else:
             self.queues[name] = FakeQueue(name, attributes)
+        self.queues[name].used_at = self.now
         return _ok(self._queue_doc(self.queues[name]))
 
     def _get_queue(self, name: str, _: dict[str, Any]) -> httpx.Response:
@@ -255,6 +310,73 @@ class FakeOkuri:
                 results.append("extended")
         return _ok({"results": results})
 
+    def expire(self) -> None:
+        """Delete every queue unused for its expires_s (the server's sweep, at once)."""
+        for name, queue in list(self.queues.items()):
+            expires_s = queue.attributes.get("expires_s")
+            if expires_s is not None and self.now - queue.used_at >= expires_s:
+                del self.queues[name]
+                for exchange in self.exchanges.values():
+                    exchange.bindings = [b for b in exchange.bindings if b[0] != name]
+
+    # --- exchanges ---------------------------------------------------------------------------
+
+    def _create_exchange(self, _: str, doc: dict[str, Any]) -> httpx.Response:
+        if self.forbid_create:
+            return _error(403, "forbidden", "This key may not create exchanges.")
+        name, type = doc["name"], doc["type"]
+        if type not in EXCHANGE_TYPES:
+            return _error(400, "invalid_request", f"No exchange type {type}.")
+        exchange = self.exchanges.setdefault(name, FakeExchange(name, type))
+        if exchange.type != type:
+            return _error(409, "exchange_exists", "The exchange exists with another type.")
+        return _ok(self._exchange_doc(exchange))
+
+    def _get_exchange(self, name: str, _: dict[str, Any]) -> httpx.Response:
+        return _ok(self._exchange_doc(self.exchanges[name]))
+
+    def _delete_exchange(self, name: str, _: dict[str, Any]) -> httpx.Response:
+        del self.exchanges[name]
+        return httpx.Response(204)
+
+    def _bind(self, name: str, doc: dict[str, Any]) -> httpx.Response:
+        if self.forbid_bind:
+            return _error(403, "forbidden", "This key may not bind.")
+        if doc["queue"] not in self.queues:
+            return _error(404, "queue_not_found", f"No queue {doc['queue']}.")
+        exchange = self.exchanges[name]
+        binding = (doc["queue"], doc.get("routing_key", ""))
+        if binding not in exchange.bindings:
+            exchange.bindings.append(binding)
+        return _ok(self._exchange_doc(exchange))
+
+    def _unbind(self, name: str, doc: dict[str, Any]) -> httpx.Response:
+        if self.forbid_bind:
+            return _error(403, "forbidden", "This key may not unbind.")
+        exchange = self.exchanges[name]
+        binding = (doc["queue"], doc.get("routing_key", ""))
+        exchange.bindings = [b for b in exchange.bindings if b != binding]
+        return _ok(self._exchange_doc(exchange))
+
+    def _publish(self, name: str, doc: dict[str, Any]) -> httpx.Response:
+        exchange = self.exchanges[name]
+        exchange.bindings = [b for b in exchange.bindings if b[0] in self.queues]
+        routed = []
+        for queue in exchange.routes(doc.get("routing_key", "")):
+            answer = json.loads(self._produce(queue, doc).content)
+            routed.append({"queue": queue, "ids": answer["ids"]})
+        return _ok({"routed": routed})
+
+    def _exchange_doc(self, exchange: FakeExchange) -> dict[str, Any]:
+        return {
+            "exchange": {
+                "name": exchange.name,
+                "type": exchange.type,
+                "bindings": [{"queue": q, "routing_key": k} for q, k in exchange.bindings],
+                "created_at": _time(0),
+            }
+        }
+
     # --- helpers -----------------------------------------------------------------------------
 
     def _id(self, kind: str) -> str:
@@ -318,6 +440,7 @@ def fake_transport(fake: FakeOkuri) -> type[Transport]:
         def __init__(self, client: Any, **kwargs: Any) -> None:
             super().__init__(client, **kwargs)
             self.clock = fake.clock
+            self.wall_clock = fake.clock  # the fake stamps enqueued_at with `now` too
 
         def new_client(self) -> Client:
             assert self.base_url() == BASE_URL

@@ -76,7 +76,6 @@ class TestConnection:
         assert isinstance(refused, conn.channel_errors)
         assert not isinstance(refused, conn.connection_errors)
         assert not conn.transport.implements.asynchronous
-        assert not conn.transport.implements.exchange_type & {"fanout", "topic"}
 
 
 class TestQueues:
@@ -167,8 +166,9 @@ class TestPublishing:
         assert message["headers"] == {"task": "add"}
         assert message["content-type"] == "application/json"
         assert message["properties"]["delivery_info"]["routing_key"] == "jobs"
-        (produce,) = fake.seen("produce")
-        assert len(produce.doc["items"]) == 1
+        (publish,) = fake.seen("publish")  # to the queue's exchange: okuri routes it
+        assert publish.queue == "jobs" and publish.doc["routing_key"] == "jobs"
+        assert len(publish.doc["items"]) == 1
 
     def test_publishing_to_a_queue_not_declared_creates_it(
         self, fake: FakeOkuri, connect: Any

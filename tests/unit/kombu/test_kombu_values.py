@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import okuri_kombu
 import pytest
 from kombu.transport import TRANSPORT_ALIASES, resolve_transport
-from okuri_kombu.names import QueueNameError, okuri_queue_name
+from okuri_kombu.arguments import QueueArguments
+from okuri_kombu.names import QueueNameError, okuri_exchange_name, okuri_queue_name
 from okuri_kombu.options import Options
 from okuri_kombu.payloads import item_text, payload_of
 
@@ -86,13 +87,26 @@ class TestQueueNames:
         assert okuri_queue_name("w1@host.celery.pidbox") == "w1_host-celery-pidbox"
         assert okuri_queue_name("tasks", prefix="prod.") == "prod-tasks"
 
-    def test_a_name_past_eighty_characters_is_refused(self) -> None:
+    def test_a_name_past_eighty_characters_is_shortened_the_same_way_everywhere(self) -> None:
         assert okuri_queue_name("q" * 80) == "q" * 80
         assert okuri_queue_name("q" * 75, prefix="long-") == "long-" + "q" * 75
-        with pytest.raises(QueueNameError, match="1 to 80"):
-            okuri_queue_name("q" * 76, prefix="long-")
+        long = okuri_queue_name("a-very-long-worker-hostname.example.com" * 2 + ".celery.pidbox")
+        assert len(long) == 80 and long.startswith("a-very-long-worker-hostname-example-com")
+        assert long == okuri_queue_name(
+            "a-very-long-worker-hostname.example.com" * 2 + ".celery.pidbox"
+        )
+        assert long != okuri_queue_name(
+            "a-very-long-worker-hostname.example.com" * 2 + ".celery.pidbax"
+        )
+        assert okuri_queue_name("q" * 76, prefix="long-")[:67] == "long-" + "q" * 62
         with pytest.raises(QueueNameError, match="1 to 80"):
             okuri_queue_name("")
+
+    def test_exchange_names_are_translated_as_queue_names(self) -> None:
+        assert okuri_exchange_name("reply.celery.pidbox") == "reply-celery-pidbox"
+        assert okuri_exchange_name("celeryev", prefix="prod.") == "prod-celeryev"
+        with pytest.raises(QueueNameError, match="default exchange"):
+            okuri_exchange_name("")
 
     def test_a_fifo_queue_is_refused_pointing_at_sqs(self) -> None:
         with pytest.raises(QueueNameError, match="use sqs://"):
@@ -138,3 +152,22 @@ class TestPayloads:
     def test_json_that_is_not_a_kombu_message_is_wrapped_too(self) -> None:
         assert payload_of(leased(b'{"order": 7}'), "q")["body"] == '{"order": 7}'
         assert payload_of(leased(b'{"properties": 1}'), "q")["body"] == '{"properties": 1}'
+
+
+class TestQueueArguments:
+    def test_expires_and_message_ttl_become_okuri_attributes(self) -> None:
+        args = QueueArguments.read({"x-expires": 10_000, "x-message-ttl": 300_000}, True)
+        assert args.attributes() == {"expires_s": 10, "retention_s": 300}
+        assert args.auto_delete and args.message_ttl_s == 300.0
+        assert QueueArguments.read({"x-expires": 1}).attributes() == {"expires_s": 1}
+        assert QueueArguments.read({"x-message-ttl": 5000}).attributes() == {"retention_s": 60}
+        assert QueueArguments.read(None).attributes() == {}
+
+    def test_a_message_is_past_its_ttl_only_when_the_queue_has_one(self) -> None:
+        args = QueueArguments.read({"x-message-ttl": 5000})
+        assert args.expired(100.0, 105.5) and not args.expired(100.0, 104.0)
+        assert not QueueArguments().expired(0.0, 1e9)
+
+    def test_a_bad_argument_is_refused_naming_it(self) -> None:
+        with pytest.raises(ValueError, match="'x-expires'"):
+            QueueArguments.read({"x-expires": "soon"})

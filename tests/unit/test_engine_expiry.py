@@ -1,0 +1,326 @@
+"""Queue expiry in the engine (okuri/engine/expiry.py): a used queue lives, an abandoned one is
+deleted by any node's sweeper with no further access, one past expiry is deleted when read,
+producing keeps nobody alive, and a use racing the deletion is never lost.
+
+Real time on the in-memory store; each node's clock can jump (wall and monotonic), so a minute
+passes without waiting for it, and two nodes can disagree about the time (skew).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from okuri.clock import SystemClock
+from okuri.core import keys
+from okuri.core.expiry import tombstone
+from okuri.core.state import QueueAttrs, decode_state, encode_state
+from okuri.engine import Engine, SendRequest
+from okuri.errors import InvalidArgument, NotFound, QueueDoesNotExist
+from okuri.store.counting import CountingStore
+from okuri.store.memory import MemoryStore
+from okuri.store.port import Blob, ObjectStore
+
+Q = "replies"
+EXPIRES_S = 60
+
+
+class JumpClock(SystemClock):
+    """Real time, plus however far a test has jumped it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jumped_s = 0.0
+
+    def jump(self, seconds: float) -> None:
+        self.jumped_s += seconds
+
+    def now_ms(self) -> int:
+        return super().now_ms() + int(self.jumped_s * 1000)
+
+    def monotonic_s(self) -> float:
+        return super().monotonic_s() + self.jumped_s
+
+
+class HookedStore:
+    """The store, with a hook run once before the next compare-and-swap of a manifest."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.before_cas: Callable[[], Awaitable[None]] | None = None
+
+    async def get(self, key: str) -> Blob:
+        return await self.inner.get(key)
+
+    async def put_if_absent(self, key: str, data: bytes) -> str:
+        return await self.inner.put_if_absent(key, data)
+
+    async def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        hook, self.before_cas = self.before_cas, None
+        if hook is not None and key.startswith(keys.MANIFESTS):
+            await hook()
+        return await self.inner.put_if_match(key, data, etag)
+
+    async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
+        return await self.inner.list(prefix, start_after, limit)
+
+    async def delete(self, key: str) -> None:
+        await self.inner.delete(key)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    return MemoryStore()
+
+
+@pytest.fixture
+def clocks() -> tuple[JumpClock, JumpClock]:
+    return JumpClock(), JumpClock()
+
+
+@pytest.fixture
+async def nodes(
+    store: MemoryStore, clocks: tuple[JumpClock, JumpClock]
+) -> AsyncIterator[tuple[Engine, Engine]]:
+    a = Engine(store, clocks[0], linger_ms=5, node_id="node-a")
+    b = Engine(store, clocks[1], linger_ms=5, node_id="node-b")
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+def jump(clocks: tuple[JumpClock, ...], seconds: float) -> None:
+    for clock in clocks:
+        clock.jump(seconds)
+
+
+async def all_keys(store: ObjectStore) -> list[str]:
+    found: list[str] = []
+    while page := await store.list("", found[-1] if found else ""):
+        found += page
+    return found
+
+
+async def exists(store: ObjectStore, key: str) -> bool:
+    try:
+        await store.get(key)
+    except NotFound:
+        return False
+    return True
+
+
+async def make_queue(node: Engine, expires_s: int | None = EXPIRES_S) -> None:
+    await node.create_queue(Q, QueueAttrs(expires_s=expires_s))
+
+
+async def test_a_queue_that_expires_is_marked_for_every_nodes_sweeper(
+    nodes: tuple[Engine, Engine], store: MemoryStore
+) -> None:
+    a, _ = nodes
+    await make_queue(a)
+    await a.create_queue("forever")
+    assert await exists(store, keys.expiry_marker(Q))
+    assert not await exists(store, keys.expiry_marker("forever"))
+    assert (await a.get_queue(Q)).attrs.expires_s == EXPIRES_S
+
+
+async def test_a_queue_leased_from_keeps_living(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock], store: MemoryStore
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    for _ in range(10):  # 200 s, more than three times its expiry, polled every 20 s
+        jump(clocks, 20)
+        assert await a.receive(Q, wait_s=0) == []
+        assert await b.sweep_expired() == 0
+    assert (await b.get_queue(Q)).name == Q
+
+
+async def test_an_abandoned_queue_is_deleted_by_a_sweeper_with_its_items(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock], store: MemoryStore
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    await a.send(Q, [SendRequest(b"left behind %d" % i) for i in range(3)])
+    assert await b.sweep_expired() == 0  # not yet
+    jump(clocks, EXPIRES_S + 1)
+    assert await b.sweep_expired() == 1  # node b never touched the queue otherwise
+    await b.close()  # waits for the sweep of its segments
+    assert await all_keys(store) == []
+    with pytest.raises(QueueDoesNotExist):
+        await a.get_queue(Q)
+
+
+async def test_a_queue_past_its_expiry_is_deleted_when_read(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock], store: MemoryStore
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    await a.send(Q, [SendRequest(b"x")])
+    jump(clocks, EXPIRES_S + 1)
+    with pytest.raises(QueueDoesNotExist):
+        await b.receive(Q, wait_s=0)
+    assert not await exists(store, keys.manifest(Q))
+    assert not await exists(store, keys.expiry_marker(Q))
+    with pytest.raises(QueueDoesNotExist):
+        await a.get_queue(Q)
+    await b.close()
+    assert await all_keys(store) == []
+
+
+async def test_producing_does_not_keep_a_queue_alive(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock]
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    for i in range(3):  # 45 s of sends (a send past its expiry would find it gone)
+        jump(clocks, 15)
+        await a.send(Q, [SendRequest(b"%d" % i)])
+    jump(clocks, 16)
+    assert await b.sweep_expired() == 1
+
+
+async def test_get_and_redeclare_count_as_use(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock]
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    for i in range(6):
+        jump(clocks, 20)
+        if i % 2:
+            await b.get_queue(Q)
+        else:
+            await b.create_queue(Q, QueueAttrs(expires_s=EXPIRES_S))
+    assert await a.sweep_expired() == 0
+    jump(clocks, EXPIRES_S + 1)
+    assert await a.sweep_expired() == 1
+
+
+async def test_an_expired_queue_declared_again_is_a_new_empty_queue(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock]
+) -> None:
+    a, _ = nodes
+    await make_queue(a)
+    await a.send(Q, [SendRequest(b"old")])
+    old = (await a.get_queue(Q)).incarnation
+    jump(clocks, EXPIRES_S + 1)
+    st = await a.create_queue(Q, QueueAttrs(expires_s=EXPIRES_S))
+    assert st.incarnation != old
+    assert await a.receive(Q, wait_s=0) == []
+
+
+async def test_a_use_racing_the_deletion_keeps_the_queue(
+    store: MemoryStore, clocks: tuple[JumpClock, JumpClock]
+) -> None:
+    """Node b (its clock ahead) finds the queue expired; node a leases from it between b's
+    read and b's tombstone: the tombstone loses its compare-and-swap and the queue lives."""
+    hooked = HookedStore(store)
+    a = Engine(store, clocks[0], linger_ms=5, node_id="node-a")
+    b = Engine(hooked, clocks[1], linger_ms=5, node_id="node-b")
+    try:
+        await make_queue(a)
+        clocks[0].jump(EXPIRES_S - 10)  # node a: not expired, a use is due
+        clocks[1].jump(EXPIRES_S + 1)  # node b: expired
+
+        async def lease_on_a() -> None:
+            assert await a.receive(Q, wait_s=0) == []
+
+        hooked.before_cas = lease_on_a
+        assert await b.sweep_expired() == 0
+        st = await b.get_queue(Q)
+        assert st.used_ms >= clocks[0].now_ms() - 1_000
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_tombstone_reads_as_missing_and_a_sweeper_clears_one_left_behind(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock], store: MemoryStore
+) -> None:
+    """A node that died between its tombstone and the DELETE leaves the tombstone: every node
+    reads it as no queue, and a sweeper deletes it once it is older than the grace."""
+    a, b = nodes
+    await make_queue(a)
+    jump(clocks, EXPIRES_S + 1)
+    blob = await store.get(keys.manifest(Q))
+    st = decode_state(blob.data)
+    await store.put_if_match(
+        keys.manifest(Q), encode_state(tombstone(st, clocks[0].now_ms())), blob.etag
+    )
+    with pytest.raises(QueueDoesNotExist):
+        await b.get_queue(Q)
+    assert await a.sweep_expired() == 0  # young: its node may still be deleting it
+    assert await exists(store, keys.manifest(Q))
+    jump(clocks, 61)
+    assert await a.sweep_expired() == 1
+    assert not await exists(store, keys.manifest(Q))
+    await a.create_queue(Q)  # the name is free again
+
+
+async def test_the_sweeper_reads_a_manifest_only_when_its_queue_may_have_expired(
+    clocks: tuple[JumpClock, JumpClock],
+) -> None:
+    counting = CountingStore(MemoryStore())
+    a = Engine(counting, clocks[0], linger_ms=5, node_id="node-a")
+    try:
+        await make_queue(a)
+        assert await a.sweep_expired() == 0  # first look: reads the manifest once
+        before = counting.counts.snapshot()
+        for _ in range(5):
+            jump(clocks, 10)
+            assert await a.sweep_expired() == 0
+        after = counting.counts.snapshot()
+        assert after["list"] - before["list"] == 5
+        assert after["get"] == before["get"]  # 50 s < 60 s: no manifest read
+        jump(clocks, 11)
+        assert await a.sweep_expired() == 1
+    finally:
+        await a.close()
+
+
+async def test_a_waiting_lease_records_its_use_while_it_waits(
+    nodes: tuple[Engine, Engine], store: MemoryStore
+) -> None:
+    a, _ = nodes
+    await make_queue(a, expires_s=4)  # a use is recorded at most every second
+    created = decode_state((await store.get(keys.manifest(Q))).data).used_ms
+    waiting = asyncio.create_task(a.receive(Q, wait_s=20))
+    try:
+        for _ in range(200):  # up to 10 s; the use is due after 1 s
+            await asyncio.sleep(0.05)
+            if decode_state((await store.get(keys.manifest(Q))).data).used_ms > created:
+                break
+        else:
+            pytest.fail("a receive waiting on an empty queue never recorded its use")
+        assert not waiting.done()
+    finally:
+        waiting.cancel()
+
+
+async def test_clearing_expires_s_keeps_the_queue_forever(
+    nodes: tuple[Engine, Engine], clocks: tuple[JumpClock, JumpClock]
+) -> None:
+    a, b = nodes
+    await make_queue(a)
+    await a.update_attributes(Q, lambda attrs: QueueAttrs(**{**_fields(attrs), "expires_s": None}))
+    jump(clocks, 10 * EXPIRES_S)
+    assert await b.sweep_expired() == 0
+    assert (await b.get_queue(Q)).attrs.expires_s is None
+
+
+def _fields(attrs: QueueAttrs) -> dict[str, object]:
+    return {f: getattr(attrs, f) for f in QueueAttrs.__slots__}
+
+
+@pytest.mark.parametrize("bad", [0, -1, 366 * 24 * 3600 + 1])
+async def test_the_engine_refuses_an_expiry_out_of_range(
+    nodes: tuple[Engine, Engine], bad: int
+) -> None:
+    a, _ = nodes
+    with pytest.raises(InvalidArgument):
+        await a.create_queue(Q, QueueAttrs(expires_s=bad))
