@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster record \
+.PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster bench-celery record \
 	clients laravel compose-test containers proto
 
 RUNTIME := $(VENV)/.runtime
@@ -59,6 +59,11 @@ bench-sqs: $(STAMP)
 # The native API (batches of 100) beside the SQS surface (batches of 10) of one server, one run.
 bench-native: $(STAMP)
 	$(BIN)/okuri bench native
+
+# One Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ (Debian's redis-server and
+# rabbitmq-server; a missing one is skipped, saying what to install), side by side.
+bench-celery: $(STAMP)
+	$(BIN)/okuri bench celery
 
 bench-cluster: $(STAMP)
 	$(BIN)/okuri bench cluster

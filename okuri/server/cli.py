@@ -32,6 +32,10 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "okuri.bench.cluster",
         "nodes on one store SIGKILLed under load: nothing lost",
     ),
+    ("bench", "celery"): (
+        "okuri.bench.celery_bench",
+        "one Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ, side by side",
+    ),
     ("keys", "create"): (
         "okuri.principals.keyfile",
         "create a native bearer key, or with --sqs an SQS access key: "
@@ -61,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(serve)
     commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
     bench = commands.add_parser(
-        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout"
+        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout|celery"
     )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     for words, (_, text) in DELEGATES.items():

@@ -1,0 +1,44 @@
+"""`okuri bench celery` at a tiny size: real `okuri serve`, a real prefork worker and producer
+processes on okuri:// and sqs://; every task sent runs, and the table is printed. Shapes and
+counts only, never speeds: the machine is shared."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from okuri.bench import celery_report
+from okuri.bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
+from okuri.server.cli import main
+
+
+def test_records_are_fixed_width_and_a_half_written_one_waits_for_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    line = record_line(7, 12.5)
+    assert len(line) == RECORD_BYTES
+    path = tmp_path / "runs-1.rec"
+    path.write_bytes(line + record_line(8, 13.0)[:10])
+    reader = RecordReader(tmp_path)
+    assert reader.poll() == 1 and reader.runs == {7: 12.5}
+    with open(path, "ab") as f:
+        f.write(record_line(8, 13.0)[10:] + record_line(7, 14.0))
+    assert reader.poll() == 2
+    assert reader.done(range(7, 9)) and reader.last_s(range(7, 9)) == 13.0
+    assert reader.executions - len(reader.runs) == 1  # task 7 ran twice
+
+
+@pytest.mark.slow  # starts two servers, a Celery worker each and producers: about a minute
+def test_bench_celery_runs_every_task_on_okuri_and_sqs(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "celery", "--tasks", "20", "--producers", "2", "--brokers", "okuri,sqs"]
+    assert main([*argv, "--sqs-wait-time-seconds", "1", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["brokers"]) == {"okuri", "sqs"} and result["skipped"] == {}
+    for broker in result["brokers"].values():
+        for run in broker["runs"].values():
+            assert run["complete"] and run["sent"] == run["executed"] == 20, run
+            assert run["enqueue_tasks_per_s"] > 0 and run["end_to_end_tasks_per_s"] > 0
+    text = celery_report.render(result)
+    assert "2 producers: 2 producer process(es)" in text and "okuri " in text
