@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from okuri.native.openapi import DOCUMENT, EXAMPLE_QUEUE
+from okuri.native.openapi import DOCUMENT, EXAMPLE_EXCHANGE, EXAMPLE_QUEUE
 from okuri.principals.keyfile import create_key
 from tests.openapi_doc import by_id, check_answer, operations
 from tests.servers import ServerProcess, start_server
@@ -70,7 +70,7 @@ class Api:
         headers = {} if key is None else {"Authorization": f"Bearer {key}"}
         answer = self.http.request(
             d.method,
-            d.path.replace("{queue}", queue),
+            d.path.replace("{queue}", queue).replace("{exchange}", queue),
             json=body,
             params=query,
             headers=headers,
@@ -108,7 +108,7 @@ def test_each_documented_path_takes_its_methods_and_refuses_the_others(
     for d in operations():
         described.setdefault(d.path, set()).add(d.method)
     for path, methods in described.items():
-        url = path.replace("{queue}", fresh())
+        url = path.replace("{queue}", fresh()).replace("{exchange}", fresh())
         for method in PROBED_METHODS:
             answer = http.request(method, url)
             code = answer.json()["error"]["code"] if answer.status_code != 200 else None
@@ -127,12 +127,16 @@ def test_every_request_example_is_accepted_as_written(http: httpx.Client) -> Non
     api = Api(http)
     order = [
         "create_queue", "get_queue", "update_queue", "list_queues", "produce", "lease",
-        "extend", "complete", "retry", "redrive", "purge_queue", "delete_queue",
+        "extend", "complete", "retry", "redrive", "create_exchange", "get_exchange",
+        "list_exchanges", "bind", "publish", "unbind", "delete_exchange", "purge_queue",
+        "delete_queue",
     ]  # fmt: skip
     assert set(order) | {"openapi"} == {d.operation["operationId"] for d in operations()}
     for operation_id in order:
         d = by_id(operation_id)
         queue = EXAMPLE_QUEUE.get(operation_id, "")
+        if "{exchange}" in d.path:
+            queue = EXAMPLE_EXCHANGE
         if "requestBody" not in d.operation:
             query = {
                 p["name"]: str(p["example"])
@@ -172,6 +176,16 @@ def test_real_answers_of_every_operation_validate_against_the_document(
     api.ok("retry", name, {"items": [{"handle": handles[1], "dead": True}]})
     api.ok("retry", name, {"items": [{"handle": handles[2]}]})
     assert api.ok("redrive", dlq, {"target": name})["moved"] == 1
+    exchange = fresh()
+    api.ok("create_exchange", body={"name": exchange, "type": "topic"})
+    api.ok("bind", exchange, {"queue": name, "routing_key": "a.#"})
+    api.ok("get_exchange", exchange)
+    api.ok("list_exchanges", query={"prefix": "oa-", "limit": "1"})
+    routed = api.ok("publish", exchange, {"routing_key": "a.b", "items": [{"body": "x"}]})
+    assert [r["queue"] for r in routed["routed"]] == [name]
+    api.ok("unbind", exchange, {"queue": name, "routing_key": "a.#"})
+    api.ok("delete_exchange", exchange)
+    assert api.call("get_exchange", exchange).status_code == 404
     api.ok("purge_queue", name)
     api.ok("delete_queue", name)
 

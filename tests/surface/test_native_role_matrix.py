@@ -7,7 +7,8 @@ operation, the right queue) and renders its answer; tests/unit/test_native_keys.
 `decide` itself.
 
 One server, queues made up front (a pair per operation, so the one delete a key may do touches
-nothing else), one request per cell: 12 operations x 4 roles x 2 queues.
+nothing else; each name is also an exchange), one request per cell: 19 operations x 4 roles x
+2 names.
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ REQUESTS: dict[Operation, Callable[[str], Call]] = {
         "POST", f"/v1/queues/{q}/extend", {"handles": ["okr1eA"], "lease_s": 30}
     ),
     "redrive": lambda q: Call("POST", f"/v1/queues/{q}/redrive", {"target": TARGET}),
+    # Exchanges: each pair name is also an exchange (and bind/unbind bind the same-named queue).
+    "create_exchange": lambda x: Call("POST", "/v1/exchanges", {"name": x, "type": "direct"}),
+    "get_exchange": lambda x: Call("GET", f"/v1/exchanges/{x}"),
+    "list_exchanges": lambda x: Call("GET", f"/v1/exchanges?prefix={x}"),
+    "delete_exchange": lambda x: Call("DELETE", f"/v1/exchanges/{x}"),
+    "bind": lambda x: Call("POST", f"/v1/exchanges/{x}/bind", {"queue": x, "routing_key": "k"}),
+    "unbind": lambda x: Call(
+        "POST", f"/v1/exchanges/{x}/unbind", {"queue": x, "routing_key": "k"}
+    ),
+    "publish": lambda x: Call(
+        "POST", f"/v1/exchanges/{x}/messages", {"routing_key": "k", "items": [{"body": "m"}]}
+    ),
 }
 
 
@@ -100,6 +113,8 @@ def test_every_operation_role_and_namespace_is_answered_as_decide_says(
 
         for name in [TARGET, *(q for op in OPERATIONS for q in queue_pair(op).values())]:
             made = send(Call("POST", "/v1/queues", {"name": name}), ADMIN)
+            assert made.status_code == 200, made.text
+            made = send(REQUESTS["create_exchange"](name), ADMIN)
             assert made.status_code == 200, made.text
 
         wrong: list[str] = []
