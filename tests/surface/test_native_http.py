@@ -647,3 +647,29 @@ def test_expires_s_is_set_shown_cleared_and_checked(server: ServerProcess) -> No
         assert error_code(call(server, "POST", "/v1/queues", body), 400) == code, bad
         patch = {"attributes": {"expires_s": bad}}
         assert error_code(call(server, "PATCH", f"/v1/queues/{name}", patch), 400) == code, bad
+
+
+def test_an_abandoned_queue_is_deleted_by_the_servers_sweeper(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Nobody touches the queue after producing to it: the sweeper (every second here) deletes
+    it by itself; listing queues reads no manifest, so it is no use of the queue."""
+    tmp = tmp_path_factory.mktemp("expiry")
+    env = {"OKURI_DATA_DIR": str(tmp / "data"), "OKURI_ADMIN_KEY": ADMIN}
+    proc = start_server(tmp, {**env, "OKURI_EXPIRY_SWEEP_S": "1"})
+    try:
+        name, kept = fresh(), fresh()
+        ok(call(proc, "POST", "/v1/queues", {"name": name, "attributes": {"expires_s": 1}}))
+        ok(call(proc, "POST", "/v1/queues", {"name": kept}))
+        ok(call(proc, "POST", f"/v1/queues/{name}/messages", {"items": [{"body": "x"}]}))
+        for _ in range(300):  # up to 30 s; due after 1 s plus a sweep of 0.75 to 1.25 s
+            listed = ok(call(proc, "GET", "/v1/queues?prefix=ns-"))["queues"]
+            if name not in listed:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"{name} was never deleted by the sweeper")
+        assert kept in listed
+        assert error_code(call(proc, "GET", f"/v1/queues/{name}"), 404) == "queue_not_found"
+    finally:
+        proc.terminate()
