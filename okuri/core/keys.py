@@ -31,7 +31,7 @@ SEGMENTS = "s/"
 RECEIVE_ATTEMPTS = "a/"
 SCHEDULED = "t/"
 EXCHANGES = "x/"
-EXPIRING = "e/"  # not x/: exchanges hold that (merge of exch and expiry)
+EXPIRING = "e/"
 CLAIM = ".claim"
 
 
