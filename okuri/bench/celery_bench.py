@@ -51,11 +51,15 @@ def python_path() -> list[str]:
     """What the worker and producers need on sys.path: this okuri, and okuri_kombu (installed,
     or else beside this okuri in its checkout, integrations/kombu)."""
     paths = [str(Path(okuri.__file__).resolve().parents[1])]
-    if importlib.util.find_spec("okuri_kombu") is None:
-        checkout = Path(okuri.__file__).resolve().parents[1] / "integrations" / "kombu"
-        if (checkout / "okuri_kombu").is_dir():
-            paths.append(str(checkout))
-            sys.path.append(str(checkout))  # so that the broker check finds it too
+    spec = importlib.util.find_spec("okuri_kombu")
+    if spec is not None and spec.origin is not None:
+        # Found on this process's sys.path, which a child need not share: pass it on.
+        paths.append(str(Path(spec.origin).resolve().parents[1]))
+        return paths
+    checkout = Path(okuri.__file__).resolve().parents[1] / "integrations" / "kombu"
+    if (checkout / "okuri_kombu").is_dir():
+        paths.append(str(checkout))
+        sys.path.append(str(checkout))  # so that the broker check finds it too
     return paths
 
 

@@ -71,6 +71,7 @@ QUEUE_DOC: Doc = {
         "dead_letter_queue": "emails-dlq",
         "retention_s": 345600,
         "delay_s": 0,
+        "expires_s": None,
     },
     "stats": {"visible": 1, "leased": 2, "delayed": 3},
     "created_at": T0,
@@ -232,8 +233,10 @@ NO_LIMITS = {
     **QUEUE_DOC,
     "attributes": {**QUEUE_DOC["attributes"], "max_attempts": None, "dead_letter_queue": None},
 }
+EXPIRING = {**QUEUE_DOC, "attributes": {**QUEUE_DOC["attributes"], "expires_s": 3600}}
 ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
     ("queue", QUEUE_DOC, served.queue),
+    ("queue that expires", EXPIRING, served.queue),
     ("queue without limits", NO_LIMITS, served.queue),
     ("fifo queue", FIFO_QUEUE_DOC, served.queue),
     ("a page", {"queues": ["a", "b"], "next": "b"}, served.queues),
