@@ -2,6 +2,8 @@
 
 - `okuri`: `okuri serve` on a fresh local directory (okuri.bench.servers), through okuri's own
   kombu transport, `okuri://` (integrations/kombu), with an admin bearer key (OKURI_ADMIN_KEY);
+- `okuri-unconfirmed`: the same with the transport option `confirm_publish` off: a publish
+  returns at once and a thread sends publishes in batches (as RabbitMQ without confirms);
 - `sqs`: another such `okuri serve`, through kombu's stock SQS transport, `sqs://`;
 - `redis`: Debian's `redis-server` (package redis-server) with its default persistence (RDB
   snapshots, no append-only file), in a temporary directory;
@@ -46,7 +48,8 @@ from okuri.bench.servers import (
     tail,
 )
 
-BROKERS = ("okuri", "sqs", "redis", "rabbitmq")
+BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "redis", "rabbitmq")
+OKURI_NATIVE = ("okuri", "okuri-unconfirmed")
 REDIS_START_S = 15.0
 RABBITMQ_START_S = 90.0  # an Erlang VM booting RabbitMQ on a busy machine: ten seconds or more
 EPMD_START_S = 10.0
@@ -122,8 +125,9 @@ def _wait_for(process: Process, ready: Any, timeout_s: float) -> bool:
 
 @contextlib.contextmanager
 def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
-    """`okuri serve` on a fresh directory; `okuri://` (name "okuri") or `sqs://` ("sqs")."""
-    if name == "okuri":
+    """`okuri serve` on a fresh directory; `okuri://` (names "okuri", "okuri-unconfirmed") or
+    `sqs://` ("sqs")."""
+    if name in OKURI_NATIVE:
         _needs_module("okuri_kombu", name, "pip install ./integrations/kombu from okuri's checkout")
     else:
         _needs_module("boto3", name, "pip install 'celery[sqs]'")
@@ -133,12 +137,15 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
     node = start_node(0, StoreSpec(data_dir=data_dir), workdir, {"OKURI_ADMIN_KEY": key})
     try:
         store = "local directory (fresh tmp), durable: a send returns once committed"
-        if name == "okuri":
+        if name in OKURI_NATIVE:
+            confirm = name == "okuri"
             yield Broker(
                 name,
                 f"okuri://:{key}@{LOOPBACK}:{node.port}",
-                {"lease_s": OKURI_LEASE_S, "wait_time_s": OKURI_WAIT_S},
-                f"okuri serve via okuri:// (okuri_kombu), {store}",
+                {"lease_s": OKURI_LEASE_S, "wait_time_s": OKURI_WAIT_S, "confirm_publish": confirm},
+                f"okuri serve via okuri:// (okuri_kombu), {store}" if confirm else
+                "okuri serve via okuri:// (okuri_kombu) with confirm_publish off: a publish "
+                "returns at once and is committed a few ms later",
                 needs_okuri_kombu=True,
                 pids=[node.pid or 0],
             )
@@ -283,7 +290,7 @@ def rabbitmq_broker(workdir: Path) -> Iterator[Broker]:
 @contextlib.contextmanager
 def broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     """Broker `name` started in `workdir`; Unavailable if it cannot run here."""
-    if name in ("okuri", "sqs"):
+    if name in (*OKURI_NATIVE, "sqs"):
         with okuri_broker(name, workdir, sqs) as b:
             yield b
     elif name == "redis":

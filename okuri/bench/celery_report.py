@@ -12,7 +12,7 @@ from typing import Any
 from okuri.bench.sqs_report import cell
 
 BASELINE = "redis"
-NAME_CHARS = 10
+NAME_CHARS = 18  # "okuri-unconfirmed" and a space
 CELL_CHARS = 12
 
 

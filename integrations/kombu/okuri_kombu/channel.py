@@ -39,7 +39,7 @@ from okuri.client import Client, Item, NotFoundError
 from .arguments import QueueArguments
 from .leases import BATCH_MAX
 from .options import Options
-from .payloads import Payload, item_text, payload_of
+from .payloads import Payload, item_text, message_expired, payload_of
 
 if TYPE_CHECKING:
     from .keeper import LeaseKeeper
@@ -250,8 +250,17 @@ class Channel(virtual.Channel):
         return bool(queues)
 
     def _put(self, queue: str, message: Payload, **kwargs: Any) -> None:
-        name = self.connection.ensure_queue(queue)
-        self.okuri.produce(name, [Item(item_text(message))])
+        connection = self.connection
+        if not self.options.confirm_publish:
+            connection.ensure_queue(queue)  # a refusal is the caller's, as when confirmed
+            connection.publisher.publish(queue, item_text(message))
+            return
+        items = [Item(item_text(message))]
+        try:
+            self.okuri.produce(connection.ensure_queue(queue), items)
+        except NotFoundError:  # deleted (or expired) since it was declared: declare it again
+            connection.forget_queue(queue, lost=True)
+            self.okuri.produce(connection.ensure_queue(queue), items)
 
     # --- consuming ---------------------------------------------------------------------------
 
@@ -337,7 +346,7 @@ class Channel(virtual.Channel):
             connection.long_polled = True
         arguments = connection.arguments(queue)
         keeper = self.keeper
-        kept: list[Any] = []
+        kept: list[Payload] = []
         while not kept:
             try:
                 items = self.okuri.lease(
@@ -350,16 +359,20 @@ class Channel(virtual.Channel):
                 break
             now_s = connection.wall_clock()
             for item in items:
-                if arguments.expired(item.enqueued_at.timestamp(), now_s):
-                    keeper.complete_unheld(name, item.handle)  # past the queue's message_ttl
+                payload = payload_of(item, name)
+                enqueued_s = item.enqueued_at.timestamp()
+                if arguments.expired(enqueued_s, now_s) or message_expired(
+                    payload, enqueued_s, now_s
+                ):  # past the queue's message_ttl, or its own expiration: dropped
+                    keeper.complete_unheld(name, item.handle)
                 elif no_ack:
                     keeper.complete_unheld(name, item.handle)
-                    kept.append(item)
+                    kept.append(payload)
                 else:
                     keeper.hold(name, item.handle, leased_at)
-                    kept.append(item)
+                    kept.append(payload)
             wait_s = 0  # every one was past its TTL: look again, without waiting
-        return [payload_of(item, name) for item in kept]
+        return kept
 
     def _restore(self, message: Any) -> None:
         """Give an unacked message back (the channel closes, or recover): retry it now."""

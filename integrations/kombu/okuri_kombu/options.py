@@ -11,7 +11,9 @@ read and checked once, into one frozen value.
 | `key` | the bearer key, when the URL does not carry it [None] |
 | `timeout_s` | each HTTP request's timeout, a long poll's wait added [10] |
 | `polling_interval` | kombu's pause after an empty poll [0, or 1 when `wait_time_s` is 0] |
+| `confirm_publish` | a publish returns once okuri committed it; false: at once [True] |
 
+With `confirm_publish` false a thread sends publishes in batches (okuri_kombu/publisher.py).
 Options kombu or Celery put there for other purposes are left alone. A known option of the wrong
 type or out of range is a `ValueError` naming it, raised when the connection is made.
 """
@@ -43,6 +45,7 @@ class Options:
     queue_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     key: str | None = None
     timeout_s: float = 10.0
+    confirm_publish: bool = True
 
     @classmethod
     def read(cls, given: Mapping[str, Any]) -> Options:
@@ -64,6 +67,7 @@ class Options:
             },
             key=_text(given, "key"),
             timeout_s=_number(given, "timeout_s", defaults.timeout_s),
+            confirm_publish=_boolean(given, "confirm_publish", defaults.confirm_publish),
         )
 
     def attributes_for(self, queue: str) -> dict[str, Any]:
@@ -92,6 +96,15 @@ def _number(given: Mapping[str, Any], name: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ValueError(f"transport option {name!r} must be a number of seconds above 0")
     return float(value)
+
+
+def _boolean(given: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = given.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValueError(f"transport option {name!r} must be true or false")
+    return value
 
 
 def _text(given: Mapping[str, Any], name: str) -> str | None:

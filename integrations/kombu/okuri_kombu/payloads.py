@@ -43,6 +43,20 @@ def payload_of(item: LeasedItem, queue: str) -> Payload:
     return payload
 
 
+def message_expired(payload: Payload, enqueued_at_s: float, now_s: float) -> bool:
+    """Whether `payload` is past its own TTL: kombu's `expiration` property (publish's
+    `expiration` seconds, as AMQP's milliseconds text), counted from when okuri enqueued it.
+    A property that is not a number of milliseconds never expires the message."""
+    expiration = payload["properties"].get("expiration")
+    if expiration is None or isinstance(expiration, bool):
+        return False
+    try:
+        ttl_ms = float(expiration)
+    except (TypeError, ValueError):
+        return False
+    return ttl_ms >= 0 and (now_s - enqueued_at_s) * 1000 > ttl_ms
+
+
 def _kombu_message(body: bytes) -> Payload | None:
     try:
         doc = loads(body)

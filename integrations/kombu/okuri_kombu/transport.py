@@ -42,6 +42,7 @@ from .exchanges import Exchanges, ExchangeTypeError
 from .keeper import LeaseKeeper
 from .names import QueueNameError, okuri_queue_name
 from .options import Options
+from .publisher import Publisher
 
 VERSION = "0.0.1"
 IDLE_WAIT_S = 1.0  # how long drain_events waits for room (or a consumer) when it cannot poll
@@ -95,6 +96,7 @@ class Transport(virtual.Transport):
         self._okuri: Client | None = None
         self._http: httpx.Client | None = None  # the okuri client's, closed with the connection
         self._keeper: LeaseKeeper | None = None
+        self._publisher: Publisher | None = None
         self.conninfo: Any = client  # kombu's Connection (kombu types `client` as None)
         self._queues: dict[str, str] = {}  # kombu queue name -> okuri queue, declared
         self._lost: set[str] = set()  # queues found missing: bindings to make again
@@ -149,6 +151,17 @@ class Transport(virtual.Transport):
             if self._keeper is None:
                 self._keeper = self.new_keeper(client)
             return self._keeper
+
+    @property
+    def publisher(self) -> Publisher:
+        """The thread that sends unconfirmed publishes (transport option confirm_publish off)."""
+        client = self.okuri
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = Publisher(
+                    client, self.ensure_queue, lambda queue: self.forget_queue(queue, lost=True)
+                )
+            return self._publisher
 
     # --- queues ------------------------------------------------------------------------------
 
@@ -259,7 +272,10 @@ class Transport(virtual.Transport):
         finally:
             with self._lock:
                 keeper, client, http = self._keeper, self._okuri, self._http
-                self._keeper = self._okuri = self._http = None
+                publisher = self._publisher
+                self._keeper = self._okuri = self._http = self._publisher = None
+            if publisher is not None:  # first: it still needs the client
+                publisher.close()
             if keeper is not None:
                 keeper.close()
             if client is not None:

@@ -5,6 +5,9 @@ queue attributes from transport options, leases renewed while a message is held,
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,8 +18,23 @@ from kombu_smoke import NS, Okuri, kombu_body, okuri_name
 
 from okuri.client import ForbiddenError
 from tests.readme import block
+from tests.servers import clean_environ
 
-README = Path(__file__).resolve().parents[3] / "integrations" / "kombu" / "README.md"
+ROOT = Path(__file__).resolve().parents[3]
+README = ROOT / "integrations" / "kombu" / "README.md"
+PYTHONPATH = os.pathsep.join([str(ROOT / "integrations" / "kombu"), str(ROOT)])
+# Publishes unconfirmed and leaves without closing: the interpreter's exit sends what waits.
+UNCONFIRMED = """
+import sys
+import okuri_kombu
+from kombu import Connection, Producer
+
+url, queue, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conn = Connection(url, transport_options={"confirm_publish": False})
+producer = Producer(conn.channel())
+for n in range(count):
+    producer.publish(n, routing_key=queue)
+"""
 
 LEASE_S = 2
 HELD_S = 3 * LEASE_S
@@ -186,3 +204,22 @@ def test_the_readmes_kombu_example_runs_as_written(
     assert 'Connection("okuri://KEY@localhost:8080")' in code
     exec(code.replace("okuri://KEY@localhost:8080", okuri.url()), {})
     assert capsys.readouterr().out == "{'to': 'ada@example.com'}\n"
+
+
+def test_unconfirmed_publishes_are_all_on_okuri_in_order_once_the_publisher_exits(
+    okuri: Okuri, connect: Any, queue_name: str
+) -> None:
+    subprocess.run(
+        [sys.executable, "-c", UNCONFIRMED, okuri.url(), queue_name, "300"],
+        env={**clean_environ(), "PYTHONPATH": PYTHONPATH},
+        check=True,
+        timeout=60,
+    )
+    queue = connect().SimpleQueue(queue_name)
+    assert queue.qsize() == 300
+    got = []
+    for _ in range(300):
+        message = queue.get(timeout=10)
+        got.append(message.payload)
+        message.ack()
+    assert sorted(got) == list(range(300))  # each once (a standard queue's order is loose)

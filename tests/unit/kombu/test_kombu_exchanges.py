@@ -219,6 +219,21 @@ class TestQueueArguments:
         assert fake.live("ev") == [fake.queues["ev"].items[1]]  # fresh is held, stale done
         assert fake.queues["ev"].items[0].done == "completed"
 
+    def test_a_message_past_its_own_expiration_is_dropped_when_leased(
+        self, fake: FakeOkuri, connect: Any
+    ) -> None:
+        conn = connect(lease_s=LEASE_S)
+        channel = declared(lambda: conn, Queue("jobs"))
+        producer = Producer(channel)
+        producer.publish("short", routing_key="jobs", expiration=5)
+        producer.publish("long", routing_key="jobs", expiration=60)
+        producer.publish("forever", routing_key="jobs")
+        fake.now += 6
+        got = [channel.basic_get("jobs"), channel.basic_get("jobs"), channel.basic_get("jobs")]
+        assert [m.payload if m else None for m in got] == ["long", "forever", None]
+        conn.transport.keeper.run_once()
+        assert fake.queues["jobs"].items[0].done == "completed"  # dropped, not delivered
+
     def test_an_auto_delete_queue_goes_with_its_last_consumer(
         self, fake: FakeOkuri, connect: Any
     ) -> None:

@@ -11,7 +11,7 @@ from kombu.transport import TRANSPORT_ALIASES, resolve_transport
 from okuri_kombu.arguments import QueueArguments
 from okuri_kombu.names import QueueNameError, okuri_exchange_name, okuri_queue_name
 from okuri_kombu.options import Options
-from okuri_kombu.payloads import item_text, payload_of
+from okuri_kombu.payloads import item_text, message_expired, payload_of
 
 from okuri.client import LeasedItem
 
@@ -152,6 +152,27 @@ class TestPayloads:
     def test_json_that_is_not_a_kombu_message_is_wrapped_too(self) -> None:
         assert payload_of(leased(b'{"order": 7}'), "q")["body"] == '{"order": 7}'
         assert payload_of(leased(b'{"properties": 1}'), "q")["body"] == '{"properties": 1}'
+
+
+class TestMessageExpiration:
+    @pytest.mark.parametrize(
+        ("expiration", "age_s", "expired"),
+        [
+            ("5000", 5.0, False),  # kombu's expiration=5: 5 s exactly is not past it
+            ("5000", 5.001, True),
+            ("0", 0.001, True),
+            (None, 1e9, False),
+            ("soon", 1e9, False),  # not milliseconds: never
+            (True, 1e9, False),
+            ("-1", 1e9, False),
+        ],
+    )
+    def test_a_message_expires_past_its_expiration_property_in_milliseconds(
+        self, expiration: object, age_s: float, expired: bool
+    ) -> None:
+        properties = {} if expiration is None else {"expiration": expiration}
+        payload = {"body": "", "properties": properties}
+        assert message_expired(payload, 100.0, 100.0 + age_s) is expired
 
 
 class TestQueueArguments:
