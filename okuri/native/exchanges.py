@@ -28,7 +28,7 @@ from okuri.engine import (
 from okuri.errors import InvalidArgument
 from okuri.native import codec
 from okuri.native.access import Access
-from okuri.native.errors import bad_request
+from okuri.native.errors import NativeError, bad_request
 from okuri.native.items import read_item
 from okuri.native.messages import produced, sends_for
 from okuri.native.queues import query_int, queue_name
@@ -78,7 +78,8 @@ class Exchanges:
         try:
             kind = validate_type(doc["type"])
         except InvalidArgument as err:
-            raise bad_request(str(err), "invalid_argument") from None
+            code = "wrong_type" if not isinstance(doc["type"], str) else "invalid_argument"
+            raise bad_request(str(err), code) from None
         access.require("create_exchange", name, "Exchange")
         return render(await self.engine.exchanges.declare(name, kind))
 
@@ -127,6 +128,12 @@ class Exchanges:
         entries = codec.items(doc, "items", limits.native_items_max)
         now_ms = self.clock.now_ms()
         items = [read_item(e, i, now_ms) for i, e in enumerate(entries)]
+        for item in items:  # refused whether or not the key reaches a queue (each queue's own
+            if len(item.body) > limits.message_bytes_max:  # smaller bound is checked there)
+                raise NativeError(
+                    413, "too_large",
+                    f"{item.where} is {len(item.body)} bytes; at most {limits.message_bytes_max}.",
+                )  # fmt: skip
         fifo: dict[str, bool] = {}
 
         def requests_for(queue: str, st: QueueState) -> list[SendRequest]:

@@ -424,6 +424,7 @@ def test_auth_off_opens_the_native_api_as_it_does_sqs(tmp_path: Path) -> None:
 # --- bad input -------------------------------------------------------------------------------
 
 Q = "ns-bad-input"
+EX = "ns-bad-input-ex"  # a direct exchange
 BIG = "x" * (limits.message_bytes_max + 1)
 CASES: list[tuple[str, str, str, Any, bytes | None, str | None, int, str]] = [
     # (id, method, path, body, raw body, key, status, code)
@@ -473,6 +474,37 @@ CASES: list[tuple[str, str, str, Any, bytes | None, str | None, int, str]] = [
      "method_not_allowed"),
     ("missing key", "GET", "/v1/queues", None, None, None, 401, "missing_key"),
     ("bad key", "GET", "/v1/queues", None, None, "not-a-key", 401, "bad_key"),
+    # exchanges
+    ("exchange of no type", "POST", "/v1/exchanges", {"name": "ns-ex-untyped"}, None, ADMIN,
+     400, "missing_field"),
+    ("headers exchange", "POST", "/v1/exchanges", {"name": "ns-ex-h", "type": "headers"}, None,
+     ADMIN, 400, "invalid_argument"),
+    ("exchange type not text", "POST", "/v1/exchanges", {"name": "ns-ex-5", "type": 5}, None,
+     ADMIN, 400, "wrong_type"),
+    ("bad exchange name", "POST", "/v1/exchanges", {"name": "bad.name", "type": "direct"},
+     None, ADMIN, 400, "invalid_exchange_name"),
+    ("exchange field unknown", "POST", "/v1/exchanges",
+     {"name": "ns-ex-u", "type": "direct", "durable": True}, None, ADMIN, 400, "unknown_field"),
+    ("exchange of another type", "POST", "/v1/exchanges", {"name": EX, "type": "fanout"}, None,
+     ADMIN, 409, "exchange_exists"),
+    ("unknown exchange", "GET", "/v1/exchanges/ns-no-such-ex", None, None, ADMIN, 404,
+     "exchange_not_found"),
+    ("bind without queue", "POST", f"/v1/exchanges/{EX}/bind", {"routing_key": "k"}, None,
+     ADMIN, 400, "missing_field"),
+    ("routing key too long", "POST", f"/v1/exchanges/{EX}/bind",
+     {"queue": Q, "routing_key": "k" * 256}, None, ADMIN, 400, "out_of_range"),
+    ("routing key not text", "POST", f"/v1/exchanges/{EX}/bind", {"queue": Q, "routing_key": 5},
+     None, ADMIN, 400, "wrong_type"),
+    ("bind an unknown queue", "POST", f"/v1/exchanges/{EX}/bind", {"queue": "ns-no-such-q"},
+     None, ADMIN, 404, "queue_not_found"),
+    ("publish no items", "POST", f"/v1/exchanges/{EX}/messages", {"routing_key": "k",
+     "items": []}, None, ADMIN, 400, "out_of_range"),
+    ("publish oversize item", "POST", f"/v1/exchanges/{EX}/messages",
+     {"routing_key": "k", "items": [{"body": BIG}]}, None, ADMIN, 413, "too_large"),
+    ("publish to no exchange", "POST", "/v1/exchanges/ns-no-such-ex/messages",
+     {"routing_key": "k", "items": [{"body": "x"}]}, None, ADMIN, 404, "exchange_not_found"),
+    ("bad exchange limit", "GET", "/v1/exchanges?limit=0", None, None, ADMIN, 400,
+     "out_of_range"),
 ]  # fmt: skip
 
 
@@ -492,6 +524,7 @@ def test_bad_input_answers_a_clear_error(
     code: str,
 ) -> None:
     call(server, "POST", "/v1/queues", {"name": Q})
+    call(server, "POST", "/v1/exchanges", {"name": EX, "type": "direct"})
     assert error_code(call(server, method, path, body, key=key, raw=raw), status) == code
 
 
@@ -561,6 +594,34 @@ GRPC_CASES: list[tuple[str, str, Message | bytes, str | None, grpc.StatusCode, s
      "missing_key"),
     ("bad key", "ListQueues", pb.ListQueuesRequest(), "not-a-key", GRPC.UNAUTHENTICATED,
      "bad_key"),
+    # exchanges
+    ("exchange of no type", "CreateExchange", pb.CreateExchangeRequest(name="ns-ex-untyped"),
+     ADMIN, GRPC.INVALID_ARGUMENT, "missing_field"),
+    ("headers exchange", "CreateExchange",
+     pb.CreateExchangeRequest(name="ns-ex-h", type="headers"), ADMIN, GRPC.INVALID_ARGUMENT,
+     "invalid_argument"),
+    ("bad exchange name", "CreateExchange",
+     pb.CreateExchangeRequest(name="bad.name", type="direct"), ADMIN, GRPC.INVALID_ARGUMENT,
+     "invalid_exchange_name"),
+    ("exchange of another type", "CreateExchange",
+     pb.CreateExchangeRequest(name=EX, type="fanout"), ADMIN, GRPC.ALREADY_EXISTS,
+     "exchange_exists"),
+    ("unknown exchange", "GetExchange", pb.GetExchangeRequest(exchange="ns-no-such-ex"), ADMIN,
+     GRPC.NOT_FOUND, "exchange_not_found"),
+    ("bind without queue", "BindQueue", pb.BindingRequest(exchange=EX, routing_key="k"), ADMIN,
+     GRPC.INVALID_ARGUMENT, "missing_field"),
+    ("routing key too long", "BindQueue",
+     pb.BindingRequest(exchange=EX, queue=Q, routing_key="k" * 256), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("publish no items", "Publish", pb.PublishRequest(exchange=EX, routing_key="k"), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
+    ("publish oversize item", "Publish", pb.PublishRequest(exchange=EX, items=[BIG_ITEM]), ADMIN,
+     GRPC.INVALID_ARGUMENT, "too_large"),
+    ("publish to no exchange", "Publish",
+     pb.PublishRequest(exchange="ns-no-such-ex", items=[pb.ProduceItem(payload=b"x")]), ADMIN,
+     GRPC.NOT_FOUND, "exchange_not_found"),
+    ("bad exchange limit", "ListExchanges", pb.ListExchangesRequest(limit=0), ADMIN,
+     GRPC.INVALID_ARGUMENT, "out_of_range"),
 ]  # fmt: skip
 
 
@@ -600,6 +661,7 @@ def test_bad_input_over_grpc_answers_a_clear_status(
     code: str,
 ) -> None:
     call(server, "POST", "/v1/queues", {"name": Q})
+    call(server, "POST", "/v1/exchanges", {"name": EX, "type": "direct"})
     err = grpc_call(channel, method, request_, key)
     assert err.code() == status, err.details()
     assert dict(err.trailing_metadata())["okuri-error-code"] == code
