@@ -271,6 +271,64 @@ def test_retry_dead_sends_an_item_to_the_dead_letter_queue_and_redrive_brings_it
     assert back.id == item.id and back.body == poison
 
 
+# --- exchanges -------------------------------------------------------------------------------
+
+
+def test_exchanges_declare_bind_publish_unbind_and_delete(
+    okuri: Any, server: ServerProcess
+) -> None:
+    """A topic exchange routes by pattern to each queue once; a fanout one to every queue; what
+    was published through an exchange is an ordinary item, read back over SQS too."""
+    prefix = fresh(NS + "x")
+    topic, fanout = f"{prefix}-topic", f"{prefix}-fan"
+    mail, every = f"{prefix}-mail", f"{prefix}-every"
+    for queue in (mail, every):
+        okuri.create_queue(queue)
+    declared = okuri.create_exchange(topic, "topic")
+    assert (declared.name, declared.type, declared.bindings) == (topic, "topic", ())
+    assert okuri.create_exchange(topic, "topic").created_at == declared.created_at
+    with pytest.raises(ConflictError) as caught:
+        okuri.create_exchange(topic, "fanout")
+    assert caught.value.code == "exchange_exists"
+    okuri.bind(topic, mail, "mail.#")
+    okuri.bind(topic, every, "#")
+    bound = okuri.bind(topic, every, "mail.*")  # a second binding of one queue
+    assert {(b.queue, b.routing_key) for b in bound.bindings} == {
+        (mail, "mail.#"), (every, "#"), (every, "mail.*")
+    }  # fmt: skip
+
+    routed = okuri.publish(topic, "mail.sent", [Item("hello")])
+    assert set(routed) == {mail, every} and all(len(ids) == 1 for ids in routed.values())
+    assert list(okuri.publish(topic, "sms", [Item("not mail")])) == [every]
+    (mail_item,) = lease_all(okuri, mail, 1)
+    assert (mail_item.id, mail_item.body) == (routed[mail][0], b"hello")
+
+    okuri.create_exchange(fanout, "fanout")
+    okuri.bind(fanout, every)
+    (fanned,) = okuri.publish(fanout, "any key at all", [Item("to all")])[every]
+    sqs = server.sqs_client()
+    url = sqs.get_queue_url(QueueName=every)["QueueUrl"]
+    bodies: dict[str, str] = {}
+    for _ in range(5):
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        bodies |= {m["MessageId"]: m["Body"] for m in got.get("Messages", [])}
+        if fanned in bodies:
+            break
+    assert bodies[fanned] == "to all" and bodies[routed[every][0]] == "hello"
+
+    assert okuri.unbind(topic, every, "#").bindings == (
+        *[b for b in bound.bindings if (b.queue, b.routing_key) != (every, "#")],
+    )
+    assert okuri.publish(topic, "sms", [Item("nobody")]) == {}
+    assert set(okuri.list_exchanges(prefix).exchanges) == {topic, fanout}
+    okuri.delete_exchange(topic)
+    with pytest.raises(NotFoundError):
+        okuri.get_exchange(topic)
+    with pytest.raises(NotFoundError):
+        okuri.publish(topic, "mail.sent", [Item("gone")])
+    assert okuri.get_queue(mail).name == mail  # the queues stay
+
+
 # --- refusals --------------------------------------------------------------------------------
 
 
