@@ -5,6 +5,8 @@
 - `okuri-unconfirmed`: the same with the transport option `confirm_publish` off: a publish
   returns at once and a thread sends publishes in batches (as RabbitMQ without confirms);
 - `sqs`: another such `okuri serve`, through kombu's stock SQS transport, `sqs://`;
+- `moto`: moto's server (an in-memory SQS emulator, not durable) through the same `sqs://`,
+  the peer `sqs` is measured against;
 - `redis`: Debian's `redis-server` (package redis-server) with its default persistence (RDB
   snapshots, no append-only file), in a temporary directory;
 - `rabbitmq`: Debian's RabbitMQ (package rabbitmq-server), its Erlang VM run directly with
@@ -36,6 +38,8 @@ from okuri.bench.servers import (
     DEV_ACCESS_KEY_ID,
     DEV_SECRET_ACCESS_KEY,
     LOOPBACK,
+    MOTO_ACCESS_KEY_ID,
+    MOTO_SECRET_ACCESS_KEY,
     READY_POLL_S,
     REGION,
     BenchError,
@@ -43,12 +47,13 @@ from okuri.bench.servers import (
     StoreSpec,
     clean_environ,
     free_port,
+    moto_server,
     spawn,
     start_node,
     tail,
 )
 
-BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "redis", "rabbitmq")
+BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "moto", "redis", "rabbitmq")
 OKURI_NATIVE = ("okuri", "okuri-unconfirmed")
 REDIS_START_S = 15.0
 RABBITMQ_START_S = 90.0  # an Erlang VM booting RabbitMQ on a busy machine: ten seconds or more
@@ -153,19 +158,43 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
             yield Broker(
                 name,
                 f"sqs://{DEV_ACCESS_KEY_ID}:{DEV_SECRET_ACCESS_KEY}@{LOOPBACK}:{node.port}",
-                {
-                    "region": REGION,
-                    "is_secure": False,
-                    "visibility_timeout": SQS_VISIBILITY_S,
-                    "wait_time_seconds": sqs.wait_time_seconds,
-                    "polling_interval": sqs.polling_interval,
-                },
-                f"okuri serve via kombu's sqs:// (wait_time_seconds {sqs.wait_time_seconds}, "
-                f"polling_interval {sqs.polling_interval:g}), {store}",
+                _sqs_options(sqs),
+                f"okuri serve via kombu's sqs:// ({_sqs_settings(sqs)}), {store}",
                 pids=[node.pid or 0],
             )
     finally:
         node.stop()
+
+
+def _sqs_options(sqs: SqsSettings) -> dict[str, Any]:
+    return {
+        "region": REGION,
+        "is_secure": False,
+        "visibility_timeout": SQS_VISIBILITY_S,
+        "wait_time_seconds": sqs.wait_time_seconds,
+        "polling_interval": sqs.polling_interval,
+    }
+
+
+def _sqs_settings(sqs: SqsSettings) -> str:
+    return f"wait_time_seconds {sqs.wait_time_seconds}, polling_interval {sqs.polling_interval:g}"
+
+
+@contextlib.contextmanager
+def moto_broker(workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
+    """moto's server, in memory, through kombu's sqs://: the emulator `sqs` is compared with."""
+    _needs_module("moto", "moto", "pip install 'moto[server]'")
+    _needs_module("boto3", "moto", "pip install 'celery[sqs]'")
+    _needs_module("pycurl", "moto", "pip install 'celery[sqs]'")
+    with moto_server(workdir, "moto-celery") as moto:
+        port = moto.endpoint.rsplit(":", 1)[1]
+        yield Broker(
+            "moto",
+            f"sqs://{MOTO_ACCESS_KEY_ID}:{MOTO_SECRET_ACCESS_KEY}@{LOOPBACK}:{port}",
+            _sqs_options(sqs),
+            f"moto server via kombu's sqs:// ({_sqs_settings(sqs)}), in memory: not durable",
+            pids=[moto.process.pid or 0],
+        )
 
 
 # --- redis -------------------------------------------------------------------------------------
@@ -292,6 +321,9 @@ def broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     """Broker `name` started in `workdir`; Unavailable if it cannot run here."""
     if name in (*OKURI_NATIVE, "sqs"):
         with okuri_broker(name, workdir, sqs) as b:
+            yield b
+    elif name == "moto":
+        with moto_broker(workdir, sqs) as b:
             yield b
     elif name == "redis":
         with redis_broker(workdir) as b:

@@ -43,3 +43,33 @@ def test_bench_celery_runs_every_task_on_okuri_and_sqs(capsys: pytest.CaptureFix
             assert run["enqueue_tasks_per_s"] > 0 and run["end_to_end_tasks_per_s"] > 0
     text = celery_report.render(result)
     assert "2 producers: 2 producer process(es)" in text and "okuri " in text
+
+
+def _run(enqueue: float, e2e: float) -> dict[str, object]:
+    return {
+        "complete": True, "sent": 10, "executed": 10, "tasks": 10,
+        "enqueue_tasks_per_s": enqueue, "end_to_end_tasks_per_s": e2e,
+    }  # fmt: skip
+
+
+def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_moto() -> None:
+    config = {
+        "tasks": 10, "concurrency": 2, "cpus": 2, "sqs_wait_time_seconds": 10,
+        "sqs_polling_interval": 0.1, "okuri_lease_s": 60, "okuri_wait_time_s": 10,
+    }  # fmt: skip
+    runs = {"sqs": _run(150, 90), "moto": _run(300, 60), "redis": _run(1000, 600)}
+    result = {
+        "config": config,
+        "skipped": {"rabbitmq": "not installed"},
+        "loads": [{"name": "one producer", "producers": 1}],
+        "brokers": {
+            name: {"described": name, "runs": {"one producer": run}} for name, run in runs.items()
+        },
+    }
+    lines = celery_report.render(result).splitlines()
+    assert "sqs:// on okuri / on moto: enqueue 0.50x, end2end 1.50x" in lines
+    (sqs_row,) = [line for line in lines if line.startswith("sqs ")]
+    assert sqs_row.split() == ["sqs", "150", "0.15x", "90", "0.15x"]
+    assert "skipped rabbitmq: not installed" in lines
+    del result["brokers"]["moto"]  # type: ignore[attr-defined]
+    assert "on moto" not in celery_report.render(result)
