@@ -18,7 +18,7 @@ from okuri.sim.loop import SimDeadlock, run_virtual
 from okuri.sim.runner import cli_main, describe, run_seed
 
 SEEDS_PER_CHUNK = 50
-CHUNKS = 12  # 600 seeds in the suite; `okuri dst --seeds N` runs more
+CHUNKS = 10  # 500 seeds in the suite; `okuri dst --seeds N` runs more
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))

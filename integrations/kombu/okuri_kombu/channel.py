@@ -21,8 +21,9 @@ transport's `_get` or its SQS transport without a hub): one lease request at a t
 long-polling up to `wait_time_s`, bounded by `drain_events`' timeout. When the connection
 consumes several queues, each is long-polled a second at most in turn, so that an idle queue
 cannot hold up another; an `auto_delete` queue (Celery's remote-control, reply and event
-queues) beside others is short-polled between them, so that a worker sees `celery inspect` and
-`celery control` within about a second however long its task queue's poll is.
+queues) beside others is short-polled between them, at most every AUX_POLL_S, so that a worker
+sees `celery inspect` and `celery control` within about a second however long its task queue's
+poll is, and a busy worker does not send a remote-control poll per task.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from .transport import Transport
 
 MULTI_QUEUE_WAIT_S = 1  # the long poll per queue when a channel consumes from several
+LEASE_BATCH_WAIT_S = 0.02  # how long a small lease waits for more room (lease_wait_s)
+AUX_POLL_S = 0.1  # an auto_delete queue beside others is short-polled at most this often
 
 
 class QoS(virtual.QoS):
@@ -78,8 +81,10 @@ class Channel(virtual.Channel):
     connection: Transport
 
     def __init__(self, connection: Transport, **kwargs: Any) -> None:
-        super().__init__(connection, **kwargs)
         self._noack_queues: set[str] = set()
+        self._leased_at = float("-inf")  # when this channel last leased (connection.clock)
+        self._aux_polled_at: dict[str, float] = {}  # auto_delete queues: their last short poll
+        super().__init__(connection, **kwargs)
 
     @property
     def okuri(self) -> Client:
@@ -98,8 +103,26 @@ class Channel(virtual.Channel):
         self.connection.ready.set()
 
     def can_lease(self) -> bool:
-        """Whether this channel has consumers and room in its prefetch window."""
-        return bool(self._consumers) and bool(self.qos.can_consume())
+        """Whether this channel has consumers and room enough in its prefetch window."""
+        return self.lease_wait_s() == 0.0
+
+    def lease_wait_s(self) -> float | None:
+        """How long until this channel leases: 0 now; None not before an ack or a consumer.
+
+        Leases go in batches: while at least half of the prefetch window is still held (the
+        worker has work), a lease waits for half of the window to be free, or for
+        LEASE_BATCH_WAIT_S since the last lease, whichever comes first. A worker that acks a
+        message at a time would otherwise send a lease per ack."""
+        if not self._consumers:
+            return None
+        room = self.qos.can_consume_max_estimate()
+        if room is None:  # no prefetch limit
+            return 0.0
+        if room <= 0:
+            return None
+        if 2 * room >= self.qos.prefetch_count:
+            return 0.0
+        return max(0.0, self._leased_at + LEASE_BATCH_WAIT_S - self.connection.clock())
 
     # --- queues ------------------------------------------------------------------------------
 
@@ -315,19 +338,25 @@ class Channel(virtual.Channel):
     def _lease_and_deliver(self, queue: str, callback: Any, timeout: float | None = None) -> None:
         room = self.qos.can_consume_max_estimate()
         most = BATCH_MAX if room is None else min(max(room, 1), BATCH_MAX)
-        payloads = self._lease(
-            queue, most, self._wait_s(queue, timeout), queue in self._noack_queues
-        )
+        wait_s = self._wait_s(queue, timeout)
+        if wait_s < 0:  # an auto_delete queue beside others, polled a moment ago
+            raise Empty()
+        payloads = self._lease(queue, most, wait_s, queue in self._noack_queues)
         if not payloads:
             raise Empty()
         for payload in payloads:
             callback(payload, queue)
 
     def _wait_s(self, queue: str, timeout: float | None) -> int:
-        """The long poll for `queue`: 0 for an auto_delete queue beside others (above), a
-        second at most when the connection consumes several queues, within the timeout."""
+        """The long poll for `queue`: 0 for an auto_delete queue beside others (above), or -1
+        when it was polled less than AUX_POLL_S ago (no poll now); a second at most when the
+        connection consumes several queues; within the timeout."""
         connection = self.connection
         if connection.arguments(queue).auto_delete and connection.consumes_other_than_auto():
+            now = connection.clock()
+            if now - self._aux_polled_at.get(queue, float("-inf")) < AUX_POLL_S:
+                return -1
+            self._aux_polled_at[queue] = now
             return 0
         wait_s = self.options.wait_time_s
         if connection.consumed_count() > 1:
@@ -341,7 +370,7 @@ class Channel(virtual.Channel):
         consumer, completed at once)."""
         connection = self.connection
         name = connection.ensure_queue(queue)
-        leased_at = connection.clock()
+        leased_at = self._leased_at = connection.clock()
         if wait_s:
             connection.long_polled = True
         arguments = connection.arguments(queue)

@@ -251,7 +251,7 @@ class Transport(virtual.Transport):
                 if not self.long_polled:
                     # Nothing waited on okuri (no room, no consumer, or short polls only):
                     # wait here, for an ack or a consumer at most, never spinning.
-                    pause_s = self.polling_interval or IDLE_WAIT_S
+                    pause_s = min(self.polling_interval or IDLE_WAIT_S, self._lease_wait_s())
                     self.ready.wait(pause_s if left_s is None else max(0.0, min(left_s, pause_s)))
                     left_s = None if deadline is None else deadline - self.clock()
                 elif self.polling_interval:
@@ -261,6 +261,11 @@ class Transport(virtual.Transport):
                     left_s = None if deadline is None else deadline - self.clock()
                 if left_s is not None and left_s < 1:
                     raise TimeoutError() from None  # socket.timeout
+
+    def _lease_wait_s(self) -> float:
+        """How long until a channel may lease whatever an ack does (Channel.lease_wait_s)."""
+        waits = [w for ch in self.channels if (w := ch.lease_wait_s()) is not None]
+        return min(waits, default=IDLE_WAIT_S)
 
     def establish_connection(self) -> Any:
         self.okuri.list_queues(limit=1)  # reaches okuri, and okuri takes the key

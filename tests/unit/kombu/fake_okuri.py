@@ -447,6 +447,6 @@ def fake_transport(fake: FakeOkuri) -> type[Transport]:
             return fake.client(self.key())
 
         def new_keeper(self, client: Client) -> LeaseKeeper:
-            return ManualKeeper(client, self.options.lease_s, clock=self.clock)
+            return ManualKeeper(client, self.options.lease_s, clock=self.clock, pace_s=0.0)
 
     return FakeTransport

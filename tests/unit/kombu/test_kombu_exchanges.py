@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fake_okuri import FakeOkuri
 from kombu import Consumer, Exchange, Producer, Queue
+from okuri_kombu.channel import AUX_POLL_S
 from okuri_kombu.exchanges import ExchangeTypeError
 
 from okuri.client import ForbiddenError
@@ -265,6 +266,29 @@ class TestPollingControlQueues:
             conn.drain_events(timeout=3)
         waits = {(r.queue, r.doc["request_timeout_s"]) for r in fake.seen("lease")}
         assert waits == {("tasks", 1), ("w1-pidbox", 0)}
+
+    def test_a_busy_worker_polls_its_auto_delete_queue_at_most_every_tenth_of_a_second(
+        self, fake: FakeOkuri, connect: Any
+    ) -> None:
+        conn = connect(wait_time_s=10)
+        queue = conn.SimpleQueue("tasks")
+        for n in range(6):
+            queue.put(n)
+        got: list[Any] = []
+        tasks = Consumer(conn.channel(), [Queue("tasks")], callbacks=[lambda b, m: got.append(b)])
+        control = Queue("w1.pidbox", Exchange("pidbox", "fanout"), auto_delete=True)
+        pidbox = Consumer(conn.channel(), [control], callbacks=[lambda b, m: None], no_ack=True)
+        with tasks, pidbox:
+            tasks.qos(prefetch_count=1)
+            for _ in range(3):  # a message each, acked at once: a busy worker
+                conn.drain_events(timeout=3)
+                tasks.channel.qos.ack(max(tasks.channel.qos._delivered))  # as message.ack
+            fake.now += AUX_POLL_S
+            for _ in range(3):
+                conn.drain_events(timeout=3)
+                tasks.channel.qos.ack(max(tasks.channel.qos._delivered))
+        assert len(got) == 6
+        assert [r.queue for r in fake.seen("lease")].count("w1-pidbox") == 2
 
     def test_an_auto_delete_queue_alone_is_long_polled(self, fake: FakeOkuri, connect: Any) -> None:
         conn = connect(wait_time_s=10)

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 from fake_okuri import BASE_URL, KEY, QUEUE_DEFAULTS, FakeOkuri, FakeQueue, ManualKeeper
-from okuri_kombu.keeper import LeaseKeeper
+from okuri_kombu.keeper import PACE_S, LeaseKeeper
 from okuri_kombu.leases import BATCH_MAX, Batch, LeaseBook
 
 from okuri.client import Client
@@ -112,6 +112,21 @@ class TestLeaseKeeper:
         (sent,) = self.fake.seen("complete")
         assert sent.doc["handles"] == handles
         assert self.fake.live("q") == []
+
+    def test_after_a_send_the_next_acks_wait_out_the_pace_and_leave_together(self) -> None:
+        first, *rest = self.lease(4)
+        self.keeper.ack(first)
+        self.keeper.run_once()  # a lone ack leaves at once
+        for handle in rest:
+            self.keeper.ack(handle)
+        self.fake.now += PACE_S / 2
+        self.keeper.run_once()
+        assert len(self.fake.seen("complete")) == 1  # within the pace: they wait
+        with self.keeper._lock:
+            assert self.keeper._idle_s(self.fake.now) == pytest.approx(PACE_S / 2)
+        self.fake.now += PACE_S / 2
+        self.keeper.run_once()
+        assert [c.doc["handles"] for c in self.fake.seen("complete")] == [[first], rest]
 
     def test_a_requeue_makes_the_item_visible_now_and_a_dead_one_moves_it(self) -> None:
         again, dead = self.lease(2)

@@ -14,7 +14,7 @@ import pytest
 from fake_okuri import KEY, URL, FakeOkuri, fake_transport
 from kombu import Connection, Consumer, Exchange, Producer, Queue
 from okuri_kombu import SecureTransport, Transport
-from okuri_kombu.channel import MULTI_QUEUE_WAIT_S
+from okuri_kombu.channel import LEASE_BATCH_WAIT_S, MULTI_QUEUE_WAIT_S
 from okuri_kombu.names import QueueNameError
 from okuri_kombu.transport import _verify
 
@@ -212,8 +212,28 @@ class TestConsuming:
                 conn.drain_events(timeout=0.01)
             assert len(fake.seen("lease")) == 1
             got[0].ack()
+            fake.now += LEASE_BATCH_WAIT_S  # a room of one waits that long for more (below)
             conn.drain_events(timeout=1)
             assert len(got) == 4 and fake.seen("lease")[1].doc["max_items"] == 1
+
+    def test_while_most_of_the_window_is_held_a_lease_waits_for_half_of_it_to_free_up(
+        self, fake: FakeOkuri, connect: Any
+    ) -> None:
+        conn, _ = self.setup_queue(fake, connect, 10)
+        got: list[Any] = []
+        with Consumer(conn, [Queue("jobs")], callbacks=[lambda b, m: got.append(m)]) as consumer:
+            consumer.qos(prefetch_count=4)
+            conn.drain_events(timeout=1)
+            (channel,) = [ch for ch in conn.transport.channels if ch._consumers]
+            assert len(got) == 4 and channel.lease_wait_s() is None  # full: only an ack helps
+            got[0].ack()
+            assert channel.lease_wait_s() == pytest.approx(LEASE_BATCH_WAIT_S)
+            fake.now += LEASE_BATCH_WAIT_S / 2
+            assert channel.lease_wait_s() == pytest.approx(LEASE_BATCH_WAIT_S / 2)
+            got[1].ack()  # half the window free: lease now
+            assert channel.lease_wait_s() == 0.0
+            conn.drain_events(timeout=1)
+            assert len(got) == 6 and fake.seen("lease")[1].doc["max_items"] == 2
 
     def test_a_long_poll_waits_no_longer_than_drain_events_may(
         self, fake: FakeOkuri, connect: Any
