@@ -19,11 +19,8 @@ leases of the messages still held.
 The consuming thread blocks in `drain_events` (kombu's synchronous model, as its Redis
 transport's `_get` or its SQS transport without a hub): one lease request at a time,
 long-polling up to `wait_time_s`, bounded by `drain_events`' timeout. When the connection
-consumes several queues, each is long-polled a second at most in turn, so that an idle queue
-cannot hold up another; an `auto_delete` queue (Celery's remote-control, reply and event
-queues) beside others is short-polled between them, at most every AUX_POLL_S, so that a worker
-sees `celery inspect` and `celery control` within about a second however long its task queue's
-poll is, and a busy worker does not send a remote-control poll per task.
+consumes several queues, they take turns; when a lease waits for room, and how long each
+polls, is okuri_kombu/pacing.py's.
 """
 
 from __future__ import annotations
@@ -40,15 +37,13 @@ from okuri.client import Client, Item, NotFoundError
 from .arguments import QueueArguments
 from .leases import BATCH_MAX
 from .options import Options
+from .pacing import NO_POLL, lease_wait_s, poll_wait_s
 from .payloads import Payload, item_text, message_expired, payload_of
 
 if TYPE_CHECKING:
     from .keeper import LeaseKeeper
     from .transport import Transport
 
-MULTI_QUEUE_WAIT_S = 1  # the long poll per queue when a channel consumes from several
-LEASE_BATCH_WAIT_S = 0.02  # how long a small lease waits for more room (lease_wait_s)
-AUX_POLL_S = 0.1  # an auto_delete queue beside others is short-polled at most this often
 
 
 class QoS(virtual.QoS):
@@ -107,22 +102,13 @@ class Channel(virtual.Channel):
         return self.lease_wait_s() == 0.0
 
     def lease_wait_s(self) -> float | None:
-        """How long until this channel leases: 0 now; None not before an ack or a consumer.
-
-        Leases go in batches: while at least half of the prefetch window is still held (the
-        worker has work), a lease waits for half of the window to be free, or for
-        LEASE_BATCH_WAIT_S since the last lease, whichever comes first. A worker that acks a
-        message at a time would otherwise send a lease per ack."""
+        """How long until this channel leases: 0 now; None not before an ack or a consumer
+        (okuri_kombu/pacing.py)."""
         if not self._consumers:
             return None
-        room = self.qos.can_consume_max_estimate()
-        if room is None:  # no prefetch limit
-            return 0.0
-        if room <= 0:
-            return None
-        if 2 * room >= self.qos.prefetch_count:
-            return 0.0
-        return max(0.0, self._leased_at + LEASE_BATCH_WAIT_S - self.connection.clock())
+        qos = self.qos
+        room, window = qos.can_consume_max_estimate(), qos.prefetch_count
+        return lease_wait_s(room, window, self._leased_at, self.connection.clock())
 
     # --- queues ------------------------------------------------------------------------------
 
@@ -339,7 +325,7 @@ class Channel(virtual.Channel):
         room = self.qos.can_consume_max_estimate()
         most = BATCH_MAX if room is None else min(max(room, 1), BATCH_MAX)
         wait_s = self._wait_s(queue, timeout)
-        if wait_s < 0:  # an auto_delete queue beside others, polled a moment ago
+        if wait_s == NO_POLL:  # an auto_delete queue beside others, polled a moment ago
             raise Empty()
         payloads = self._lease(queue, most, wait_s, queue in self._noack_queues)
         if not payloads:
@@ -348,22 +334,20 @@ class Channel(virtual.Channel):
             callback(payload, queue)
 
     def _wait_s(self, queue: str, timeout: float | None) -> int:
-        """The long poll for `queue`: 0 for an auto_delete queue beside others (above), or -1
-        when it was polled less than AUX_POLL_S ago (no poll now); a second at most when the
-        connection consumes several queues; within the timeout."""
+        """The long poll of a lease of `queue`, or NO_POLL (okuri_kombu/pacing.py)."""
         connection = self.connection
-        if connection.arguments(queue).auto_delete and connection.consumes_other_than_auto():
-            now = connection.clock()
-            if now - self._aux_polled_at.get(queue, float("-inf")) < AUX_POLL_S:
-                return -1
+        now = connection.clock()
+        aux = connection.arguments(queue).auto_delete and connection.consumes_other_than_auto()
+        wait_s = poll_wait_s(
+            self.options.wait_time_s,
+            timeout,
+            queues_consumed=connection.consumed_count(),
+            auto_delete_beside_others=aux,
+            since_poll_s=now - self._aux_polled_at.get(queue, float("-inf")),
+        )
+        if aux and wait_s != NO_POLL:
             self._aux_polled_at[queue] = now
-            return 0
-        wait_s = self.options.wait_time_s
-        if connection.consumed_count() > 1:
-            wait_s = min(wait_s, MULTI_QUEUE_WAIT_S)
-        if timeout is not None:
-            wait_s = min(wait_s, int(timeout))
-        return max(wait_s, 0)
+        return wait_s
 
     def _lease(self, queue: str, most: int, wait_s: int, no_ack: bool = False) -> list[Payload]:
         """Lease up to `most` items of kombu queue `queue`, each now held (or, for a no-ack

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fake_okuri import FakeOkuri
 from kombu import Consumer, Exchange, Producer, Queue
-from okuri_kombu.channel import AUX_POLL_S
 from okuri_kombu.exchanges import ExchangeTypeError
+from okuri_kombu.pacing import AUX_POLL_S
 
 from okuri.client import ForbiddenError
 

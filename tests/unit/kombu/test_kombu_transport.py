@@ -14,8 +14,8 @@ import pytest
 from fake_okuri import KEY, URL, FakeOkuri, fake_transport
 from kombu import Connection, Consumer, Exchange, Producer, Queue
 from okuri_kombu import SecureTransport, Transport
-from okuri_kombu.channel import LEASE_BATCH_WAIT_S, MULTI_QUEUE_WAIT_S
 from okuri_kombu.names import QueueNameError
+from okuri_kombu.pacing import LEASE_BATCH_WAIT_S, MULTI_QUEUE_WAIT_S
 from okuri_kombu.transport import _verify
 
 from okuri.client import AuthError, ForbiddenError, TransportError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import okuri_kombu
 import pytest
@@ -11,6 +12,14 @@ from kombu.transport import TRANSPORT_ALIASES, resolve_transport
 from okuri_kombu.arguments import QueueArguments
 from okuri_kombu.names import QueueNameError, okuri_exchange_name, okuri_queue_name
 from okuri_kombu.options import Options
+from okuri_kombu.pacing import (
+    AUX_POLL_S,
+    LEASE_BATCH_WAIT_S,
+    MULTI_QUEUE_WAIT_S,
+    NO_POLL,
+    lease_wait_s,
+    poll_wait_s,
+)
 from okuri_kombu.payloads import item_text, message_expired, payload_of
 
 from okuri.client import LeasedItem
@@ -192,3 +201,42 @@ class TestQueueArguments:
     def test_a_bad_argument_is_refused_naming_it(self) -> None:
         with pytest.raises(ValueError, match="'x-expires'"):
             QueueArguments.read({"x-expires": "soon"})
+
+
+class TestPacing:
+    @pytest.mark.parametrize(
+        ("room", "window", "since_s", "wait_s"),
+        [
+            (None, 0, 0.0, 0.0),  # no prefetch limit: lease now
+            (0, 8, 5.0, None),  # a full window: only an ack makes room
+            (8, 8, 0.0, 0.0),  # nothing held
+            (4, 8, 0.0, 0.0),  # half free
+            (3, 8, 0.0, LEASE_BATCH_WAIT_S),  # most held: wait for more room
+            (3, 8, LEASE_BATCH_WAIT_S / 4, 0.75 * LEASE_BATCH_WAIT_S),
+            (1, 8, LEASE_BATCH_WAIT_S, 0.0),  # or not longer than that since the last lease
+            (1, 1, 0.0, 0.0),  # a window of one
+        ],
+    )
+    def test_a_lease_waits_for_half_the_window_while_the_rest_is_held(
+        self, room: int | None, window: int, since_s: float, wait_s: float | None
+    ) -> None:
+        got = lease_wait_s(room, window, 100.0, 100.0 + since_s)
+        assert got == (None if wait_s is None else pytest.approx(wait_s))
+
+    @pytest.mark.parametrize(
+        ("args", "kwargs", "wait_s"),
+        [
+            ((10, None), {"queues_consumed": 1}, 10),
+            ((10, 2.5), {"queues_consumed": 1}, 2),  # within the drain's timeout
+            ((10, None), {"queues_consumed": 2}, MULTI_QUEUE_WAIT_S),
+            ((10, 0.5), {"queues_consumed": 2}, 0),
+            ((10, None), {"queues_consumed": 2, "auto_delete_beside_others": True}, 0),
+            ((10, None), {"queues_consumed": 2, "auto_delete_beside_others": True,
+                          "since_poll_s": AUX_POLL_S / 2}, NO_POLL),
+        ],
+    )  # fmt: skip
+    def test_how_long_each_lease_polls(
+        self, args: tuple[int, float | None], kwargs: dict[str, Any], wait_s: int
+    ) -> None:
+        options = {"auto_delete_beside_others": False, "since_poll_s": 1e9, **kwargs}
+        assert poll_wait_s(*args, **options) == wait_s
