@@ -144,6 +144,8 @@ class Publisher:
                     self._pending.extendleft((queue, text) for text in reversed(batch))
                 self._sending = 0
                 self._settled.notify_all()
+                if not sent and self._stopping:
+                    return  # closed meanwhile: close() has counted them as lost
             if not sent:
                 time.sleep(self.retry_s)
 

@@ -9,6 +9,7 @@ import base64
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from fake_okuri import FakeOkuri
 from kombu import Producer
 from okuri_kombu.publisher import BATCH_ITEMS_MAX, Publisher
 
-from okuri.client import Item
+from okuri.client import Item, RetryableError
 
 
 def bodies(fake: FakeOkuri, queue: str) -> list[Any]:
@@ -165,6 +166,27 @@ class TestPublisherThread:
         gate.open.set()
         with pytest.raises(RuntimeError, match="closed connection"):
             publisher.publish("q", "late")
+
+    def test_a_closed_publisher_stops_trying_what_it_could_not_send(self) -> None:
+        failing = Gate()
+        failing.open.set()
+        attempts: list[int] = []
+
+        def produce(queue: str, items: list[Item]) -> list[str]:
+            attempts.append(len(items))
+            raise RetryableError(None, "unavailable", "down")
+
+        failing.produce = produce  # type: ignore[method-assign]
+        publisher = Publisher(failing, lambda q: q, lambda q: None, retry_s=0.01)
+        publisher.publish("q", "a")
+        publisher.close(join_s=0.05)
+        thread = publisher._thread
+        assert thread is not None
+        thread.join(2)
+        assert not thread.is_alive()
+        tried = len(attempts)
+        time.sleep(0.05)
+        assert len(attempts) == tried  # nothing more after the thread ended
 
     def test_a_forked_child_starts_empty(self) -> None:
         publisher, gate = self.make()
