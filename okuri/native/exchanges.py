@@ -28,9 +28,9 @@ from okuri.engine import (
 from okuri.errors import InvalidArgument
 from okuri.native import codec
 from okuri.native.access import Access
-from okuri.native.errors import NativeError, bad_request
+from okuri.native.errors import bad_request
 from okuri.native.items import read_item
-from okuri.native.messages import produced, sends_for
+from okuri.native.messages import produced, refuse_oversize, sends_for
 from okuri.native.queues import query_int, queue_name
 
 
@@ -128,12 +128,8 @@ class Exchanges:
         entries = codec.items(doc, "items", limits.native_items_max)
         now_ms = self.clock.now_ms()
         items = [read_item(e, i, now_ms) for i, e in enumerate(entries)]
-        for item in items:  # refused whether or not the key reaches a queue (each queue's own
-            if len(item.body) > limits.message_bytes_max:  # smaller bound is checked there)
-                raise NativeError(
-                    413, "too_large",
-                    f"{item.where} is {len(item.body)} bytes; at most {limits.message_bytes_max}.",
-                )  # fmt: skip
+        # Refused whether or not the key reaches a queue (each queue's own bound is checked there).
+        refuse_oversize(items, limits.message_bytes_max)
         fifo: dict[str, bool] = {}
 
         def requests_for(queue: str, st: QueueState) -> list[SendRequest]:

@@ -164,16 +164,18 @@ def _status(result: object, ok: str) -> str:
     return str(result)
 
 
+def refuse_oversize(items: Sequence[Item], most: int, whose: str = "") -> None:
+    """413 for the first of `items` larger than `most` bytes (`whose`: "queue 'q' takes ")."""
+    for item in items:
+        if len(item.body) > most:
+            raise NativeError(
+                413, "too_large", f"{item.where} is {len(item.body)} bytes; {whose}at most {most}."
+            )
+
+
 def sends_for(items: Sequence[Item], name: str, attrs: QueueAttrs) -> list[SendRequest]:
     """The sends that put `items` on queue `name`; 413 when one is larger than it takes."""
-    for item in items:
-        if len(item.body) > attrs.max_message_bytes:
-            raise NativeError(
-                413,
-                "too_large",
-                f"{item.where} is {len(item.body)} bytes; queue {name!r} takes at most "
-                f"{attrs.max_message_bytes}.",
-            )
+    refuse_oversize(items, attrs.max_message_bytes, f"queue {name!r} takes ")
     if attrs.fifo:
         return [fifo_send(item, attrs) for item in items]
     return [standard_send(item, name) for item in items]

@@ -260,16 +260,11 @@ class Channel(virtual.Channel):
 
     def _put(self, queue: str, message: Payload, **kwargs: Any) -> None:
         connection = self.connection
-        if not self.options.confirm_publish:
+        if self.options.confirm_publish:
+            connection.produce(queue, [Item(item_text(message))])
+        else:
             connection.ensure_queue(queue)  # a refusal is the caller's, as when confirmed
             connection.publisher.publish(queue, item_text(message))
-            return
-        items = [Item(item_text(message))]
-        try:
-            self.okuri.produce(connection.ensure_queue(queue), items)
-        except NotFoundError:  # deleted (or expired) since it was declared: declare it again
-            connection.forget_queue(queue, lost=True)
-            self.okuri.produce(connection.ensure_queue(queue), items)
 
     # --- consuming ---------------------------------------------------------------------------
 

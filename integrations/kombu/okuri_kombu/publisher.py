@@ -10,9 +10,10 @@ that arrive while a request is in flight leave together in the next.
 The price is RabbitMQ's without confirms: a message is on okuri a few milliseconds after the
 publish returned, so a process that dies in between loses what it had not sent. Closing the
 connection, and the interpreter's exit, wait for what is waiting (at most `CLOSE_JOIN_S`). A
-queue deleted meanwhile is declared again and the produce sent again, as a confirmed publish
-does; a refused produce (a message too large, a key that may not produce) is logged and
-dropped; a failed one (no answer, 429, 5xx) is tried again `RETRY_S` later, in order.
+queue deleted meanwhile is declared again and the produce sent again (Transport.produce, as
+for a confirmed publish); a refused produce (a message too large, a key that may not produce)
+is logged and dropped; a failed one (no answer, 429, 5xx) is tried again `RETRY_S` later, in
+order.
 
 A forked child starts empty: what its parent queued is its parent's to send.
 """
@@ -27,9 +28,8 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
-from okuri.client import Item, NotFoundError, OkuriClientError, RetryableError, ServerError
+from okuri.client import Item, OkuriClientError, RetryableError, ServerError
 
 logger = logging.getLogger("okuri_kombu.publisher")
 
@@ -40,27 +40,13 @@ BATCH_CHARS_MAX = 1_000_000  # well within a request's 4 MiB, JSON escaping incl
 RETRYABLE = (RetryableError, ServerError)
 
 
-class ProducingClient(Protocol):
-    """What the publisher needs of okuri.client.Client."""
-
-    def produce(self, queue: str, items: list[Item]) -> list[str]: ...
+# Produces items to a kombu queue (Transport.produce): raises the client's errors.
+ProduceFn = Callable[[str, list[Item]], object]
 
 
 class Publisher:
-    """`ensure(queue)` is kombu queue `queue`'s okuri queue, declared; `lost(queue)` forgets
-    that declaration (the queue was found missing)."""
-
-    def __init__(
-        self,
-        client: ProducingClient,
-        ensure: Callable[[str], str],
-        lost: Callable[[str], None],
-        *,
-        retry_s: float = RETRY_S,
-    ) -> None:
-        self.client = client
-        self.ensure = ensure
-        self.lost = lost
+    def __init__(self, produce: ProduceFn, *, retry_s: float = RETRY_S) -> None:
+        self.produce = produce
         self.retry_s = retry_s
         self._new_state()
         _LIVE.add(self)
@@ -151,13 +137,8 @@ class Publisher:
 
     def _send(self, queue: str, batch: list[str]) -> bool:
         """Whether the batch is settled: sent, or refused for good (and logged)."""
-        items = [Item(text) for text in batch]
         try:
-            try:
-                self.client.produce(self.ensure(queue), items)
-            except NotFoundError:  # deleted (or expired) since it was declared: declare again
-                self.lost(queue)
-                self.client.produce(self.ensure(queue), items)
+            self.produce(queue, [Item(text) for text in batch])
         except RETRYABLE as err:
             logger.warning(
                 "okuri: publishing %d message(s) to %r failed (%r); trying again in %.1f s",

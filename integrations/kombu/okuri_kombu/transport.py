@@ -30,6 +30,7 @@ from okuri.client import (
     Client,
     ConflictError,
     ForbiddenError,
+    Item,
     NotFoundError,
     OkuriClientError,
     RetryableError,
@@ -155,13 +156,19 @@ class Transport(virtual.Transport):
     @property
     def publisher(self) -> Publisher:
         """The thread that sends unconfirmed publishes (transport option confirm_publish off)."""
-        client = self.okuri
         with self._lock:
             if self._publisher is None:
-                self._publisher = Publisher(
-                    client, self.ensure_queue, lambda queue: self.forget_queue(queue, lost=True)
-                )
+                self._publisher = Publisher(self.produce)
             return self._publisher
+
+    def produce(self, queue: str, items: list[Item]) -> list[str]:
+        """Produce `items` to kombu queue `queue`, declared first if this connection has not; one
+        deleted (or expired) since its declaration is declared again and the produce sent again."""
+        try:
+            return self.okuri.produce(self.ensure_queue(queue), items)
+        except NotFoundError:
+            self.forget_queue(queue, lost=True)
+            return self.okuri.produce(self.ensure_queue(queue), items)
 
     # --- queues ------------------------------------------------------------------------------
 

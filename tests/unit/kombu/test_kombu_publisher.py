@@ -131,7 +131,7 @@ class Gate:
 class TestPublisherThread:
     def make(self) -> tuple[Publisher, Gate]:
         gate = Gate()
-        return Publisher(gate, lambda queue: f"okuri-{queue}", lambda queue: None), gate
+        return Publisher(lambda queue, items: gate.produce(f"okuri-{queue}", items)), gate
 
     def test_what_arrives_during_a_request_leaves_together_in_the_next(self) -> None:
         publisher, gate = self.make()
@@ -177,7 +177,7 @@ class TestPublisherThread:
             raise RetryableError(None, "unavailable", "down")
 
         failing.produce = produce  # type: ignore[method-assign]
-        publisher = Publisher(failing, lambda q: q, lambda q: None, retry_s=0.01)
+        publisher = Publisher(failing.produce, retry_s=0.01)
         publisher.publish("q", "a")
         publisher.close(join_s=0.05)
         thread = publisher._thread
