@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         default=None,
         metavar="FILE",
-        help="py-spy the (first) server over the window, collapsed stacks to FILE",
+        help="py-spy the (first) node over the window, collapsed stacks to FILE",
     )
     add(
         "--fifo-groups",
@@ -241,8 +241,8 @@ def _usage_errors(args: argparse.Namespace) -> str | None:
         return "--nodes and --store apply only to servers this command starts"
     if external and args.profile is not None and args.server_pid is None:
         return "--profile with --endpoint needs --server-pid"
-    if args.profile is not None and args.nodes not in (None, (1,)):
-        return "--profile samples one server: use it with one node"
+    if args.profile is not None and args.nodes is not None and len(args.nodes) > 1:
+        return "--profile samples the first node of one run: give one node count"
     return None
 
 

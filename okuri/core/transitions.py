@@ -45,6 +45,8 @@ class Load:
     count: int
     sent_ms: int
     groups: tuple[str, ...]
+    # (index, visible_at_ms) of messages sent with a delay (the queue's, on a FIFO queue).
+    delays: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,8 +307,9 @@ def _load(st: QueueState, op: Load) -> tuple[bool, bool]:
     st.load_seq = op.seq + 1
     if op.count:
         dups = st.dups.get(op.seq, 0) & ((1 << op.count) - 1)
+        delayed = {i: (0, at, 0) for i, at in op.delays if not dups >> i & 1}
         st.segments[op.seq] = SegmentState(
-            op.seq, op.sid, op.count, op.sent_ms, dups, {}, op.groups
+            op.seq, op.sid, op.count, op.sent_ms, dups, delayed, op.groups
         )
     return True, True
 

@@ -417,7 +417,9 @@ class SlotLog:
             if seg is None:
                 break  # not read here yet: `catch_up` reads it before the next commit
             dups = masks[seq - first_new] if seq >= first_new else st.dups.get(seq, 0)
-            loads.append(Load(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.groups()))
+            loads.append(
+                Load(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.groups(), seg.delays())
+            )
             visible += len(seg.messages) - dups.bit_count()
             seq += 1
         return loads

@@ -292,6 +292,7 @@ class SqsActions:
         group_id, dedup_id = entry.get("MessageGroupId"), entry.get("MessageDeduplicationId")
         if attrs.fifo:
             group_id, dedup_id = fifo.check_send(entry, attrs)
+            delay = None  # a 0 passed check_send; the queue's delay applies
             stored_system[DEDUP_ID_KEY] = dedup_id
             dedup_id = fifo.dedup_key(attrs, group_id, dedup_id)
         request = SendRequest(
@@ -326,6 +327,8 @@ class SqsActions:
                 f"You have sent {total} bytes.",
             )
         attrs = await self._queue_attrs(name)
+        if attrs.fifo:
+            fifo.check_batch(entries, attrs)
         failed: list[dict[str, Any]] = []
         accepted: list[tuple[str, SendRequest, dict[str, Any]]] = []
         for entry in entries:

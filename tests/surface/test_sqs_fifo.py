@@ -129,6 +129,54 @@ def test_fifo_send_errors(sqs: Any) -> None:
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
 
 
+def test_a_zero_per_message_delay_is_accepted_and_the_queues_delay_applies(sqs: Any) -> None:
+    """SQS accepts DelaySeconds=0 on a FIFO send (single and batch) and ignores it (recorded)."""
+    url = _fifo(sqs, ContentBasedDeduplication="true", DelaySeconds="1")
+    sent = sqs.send_message(QueueUrl=url, MessageBody="m0", MessageGroupId="g", DelaySeconds=0)
+    assert sent["SequenceNumber"]
+    batch = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "1", "MessageBody": "m1", "MessageGroupId": "g", "DelaySeconds": 0}],
+    )
+    assert [e["Id"] for e in batch["Successful"]] == ["1"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=5)
+    assert [m["Body"] for m in got["Messages"]][:1] == ["m0"]
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("MessageGroupId", "The request must contain the parameter MessageGroupId."),
+        (
+            "MessageDeduplicationId",
+            "The queue should either have ContentBasedDeduplication enabled or "
+            "MessageDeduplicationId provided explicitly",
+        ),
+    ],
+)
+def test_a_batch_entry_missing_a_fifo_id_fails_the_whole_batch(
+    sqs: Any, missing: str, message: str
+) -> None:
+    """As SQS answers it (recorded): the request fails, InvalidParameterValue in both cases,
+    and no entry of it is enqueued."""
+    url = _fifo(sqs)
+    whole = {"MessageGroupId": "g", "MessageDeduplicationId": "d1"}
+    partial = {k: v for k, v in {"MessageGroupId": "g", "MessageDeduplicationId": "d2"}.items()
+               if k != missing}
+    with pytest.raises(ClientError) as err:
+        sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": "a", "MessageBody": "x", **whole},
+                {"Id": "b", "MessageBody": "y", **partial},
+            ],
+        )
+    assert _code(err) == "InvalidParameterValue"
+    assert err.value.response["Error"]["Message"] == message
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+
+
 def test_dead_letter_queue_must_match_the_source_type(sqs: Any) -> None:
     standard = sqs.create_queue(QueueName=f"dlq-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=standard, AttributeNames=["QueueArn"])

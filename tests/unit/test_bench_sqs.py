@@ -156,7 +156,7 @@ def test_bench_sqs_drives_a_running_server_given_its_endpoint(
         ["--nodes", "1,2,3,4,5,6,7,8,1"],
         ["--client", "boto2"],
         ["--store", "nfs"],
-        ["--nodes", "2", "--profile", "out.txt"],
+        ["--nodes", "1,2", "--profile", "out.txt"],
         ["--endpoint", "http://127.0.0.1:1", "--linger-ms", "5"],
         ["--endpoint", "http://127.0.0.1:1", "--nodes", "2"],
         ["--endpoint", "http://127.0.0.1:1", "--store", "s3"],

@@ -317,3 +317,17 @@ async def test_a_retried_receive_starts_the_visibility_timeout_over(make_node: M
     assert await b.receive(Q, 1, 30, 0) == []
     await asyncio.sleep(0.5)
     assert [d.message.body for d in await b.receive(Q, 1, 30, 0)] == [b"m0"]
+
+
+async def test_the_queues_delay_holds_each_message_then_the_group_goes_in_order(
+    make_node: MakeNode,
+) -> None:
+    """A FIFO queue's DelaySeconds applies to every message (SQS's only delay on FIFO)."""
+    node = make_node()
+    await node.create_queue(Q, QueueAttrs(fifo=True, delay_s=1))
+    await node.send(Q, [req("m0"), req("m1"), req("dup", dedup="m0")])
+    assert await bodies(node) == []
+    c = await node.counts(Q)
+    assert (c.visible, c.delayed) == (0, 2)
+    await asyncio.sleep(1.1)
+    assert await bodies(node) == ["m0", "m1"]
