@@ -165,7 +165,7 @@ class SqsActions:
         given = p.get("Attributes") or {}
         qa.check_fifo_name(name, given)
         attrs = qa.parse_queue_attributes(given, None, for_create=True)
-        attrs = tags.with_tags(attrs, tags.check_create_tags(p.get("tags")))
+        attrs = tags.with_tags(attrs, tags.check_create_tags(p.get("tags"), name))
         existing = await self._existing(name)
         if existing is not None:
             conflict = qa.create_conflict(given, existing.attrs)

@@ -60,7 +60,7 @@ SHAREABLE = frozenset(
 
 
 def _over_limit(message: str) -> SqsError:
-    return SqsError("OverLimit", message)
+    return SqsError("OverLimit", message, 403)  # SQS's API reference: OverLimit is a 403
 
 
 def _check_request(label: str, accounts: list[str], actions: list[str]) -> None:

@@ -149,7 +149,9 @@ def validate_queue_name(name: Any) -> str:
     return name
 
 
-def validate_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[str, str]:
+def validate_tags(
+    tags: Any, existing: Mapping[str, str] | None = None, queue: str = ""
+) -> dict[str, str]:
     """CreateQueue's / TagQueue's tags: keys 1-128 characters, values 0-256, at most 50 per queue.
 
     `existing` holds the queue's current tags for TagQueue, whose new keys add to (and same keys
@@ -179,8 +181,7 @@ def validate_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[
     if len(merged) > tags_per_queue_max:
         raise SqsInputError(
             "InvalidParameterValue",
-            f"Too many tags: a queue can have at most {tags_per_queue_max} tags; "
-            f"this request would leave it with {len(merged)}.",
+            f"Too many tags added for queue {queue}.",
         )
     return out
 

@@ -8,7 +8,8 @@ the bound of 50 tags holds against the tags the queue really has.
 Limits as SQS documents them: at most 50 tags per queue, keys 1-128 characters, values 0-256,
 and a key may not start with the reserved prefix "aws:" (any case). An empty Tags map (TagQueue,
 CreateQueue) is MissingParameter and an empty TagKeys list InvalidParameterValue, with the
-codes and texts moto copies from SQS; the other refusal texts are okuri's.
+codes and texts moto copies from SQS, as is the one for too many tags; the other refusal
+texts are okuri's.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ TAG_PREFIX = "tag:"
 RESERVED_PREFIX = "aws:"
 
 
-def check_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Validate tags to add to `existing` (CreateQueue: none); the validated new tags."""
+def check_tags(
+    tags: Any, existing: Mapping[str, str] | None = None, queue: str = ""
+) -> dict[str, str]:
+    """Validate tags to add to `existing` (CreateQueue: none) of `queue`; the validated new
+    tags."""
     if isinstance(tags, Mapping):
         for key in tags:
             if isinstance(key, str) and key.lower().startswith(RESERVED_PREFIX):
@@ -37,16 +41,16 @@ def check_tags(tags: Any, existing: Mapping[str, str] | None = None) -> dict[str
                     f"Tag key {key[:128]!r} is invalid: the prefix {RESERVED_PREFIX!r} "
                     "is reserved for AWS."
                 )
-    return qa.validate_tags(tags, existing)
+    return qa.validate_tags(tags, existing, queue)
 
 
-def check_create_tags(tags: Any) -> dict[str, str]:
+def check_create_tags(tags: Any, queue: str) -> dict[str, str]:
     """CreateQueue's `tags`: absent is none, but an empty map is refused, as TagQueue's is."""
     if tags is None:
         return {}
     if not tags:
         raise missing("Tags")
-    return check_tags(tags)
+    return check_tags(tags, None, queue)
 
 
 def tags_of(attrs: QueueAttrs) -> dict[str, str]:
@@ -68,10 +72,10 @@ async def tag_queue(sqs: SqsActions, p: dict[str, Any], host: str, caller: str) 
     tags = p["Tags"]
     if not tags:
         raise missing("Tags")
-    check_tags(tags)  # refuse a malformed request before reading the queue
+    check_tags(tags, None, name)  # refuse a malformed request before reading the queue
 
     def change(attrs: QueueAttrs) -> QueueAttrs:
-        return with_tags(attrs, check_tags(tags, tags_of(attrs)))
+        return with_tags(attrs, check_tags(tags, tags_of(attrs), name))
 
     await sqs.engine.update_attributes(name, change)
     return {}

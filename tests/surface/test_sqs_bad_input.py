@@ -247,7 +247,7 @@ CASES = [
         "add-permission-8-actions",
         "AddPermission",
         {"QueueUrl": QUEUE, "Label": "l", "AWSAccountIds": [ACCOUNT], "Actions": ["*"] * 8},
-        400,
+        403,
         "OverLimit",
     ),
     serialization(

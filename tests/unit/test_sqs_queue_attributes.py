@@ -560,8 +560,9 @@ def test_a_fifo_name_past_80_characters_is_refused() -> None:
 def test_fifty_tags_pass_and_fifty_one_are_refused() -> None:
     fifty = {f"k{i}": "v" for i in range(50)}
     assert qa.validate_tags(fifty) == fifty
-    with pytest.raises(SqsInputError):
-        qa.validate_tags({**fifty, "k50": "v"})
+    with pytest.raises(SqsInputError) as err:
+        qa.validate_tags({**fifty, "k50": "v"}, None, "jobs")
+    assert err.value.message == "Too many tags added for queue jobs."
 
 
 def test_tag_bound_counts_the_tags_the_queue_already_has() -> None:
