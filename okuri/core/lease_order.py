@@ -32,9 +32,12 @@ def longest_waiting(
     if most <= 0:
         return [], []
     mrc = st.attrs.max_receive_count
+    cutoff = now_ms - st.attrs.retention_s * 1000
     kept: list[tuple[int, int, int]] = []  # a max-heap of (-since_ms, -seq, -idx)
     dead: list[Place] = []
     for seg in st.segments.values():
+        if seg.sent_ms <= cutoff:
+            continue  # past retention (adopted in this very commit): finished at the next
         if len(kept) >= most:
             since_ms, seq, _idx = (-v for v in kept[0])
             if (seg.sent_ms, seg.seq) > (since_ms, seq):

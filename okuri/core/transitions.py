@@ -167,7 +167,7 @@ class LeaseResult:
     dead: tuple[Grant, ...]
 
 
-AckResult = Literal["acked", "stale", "gone"]
+AckResult = Literal["acked", "stale", "gone", "expired"]
 VisibilityResult = Literal["ok", "stale", "gone"]
 # A dead-letter move asked for by a consumer (okuri/engine/finishing.py); not a commit result.
 DeadLetterResult = Literal["dead", "stale", "gone"]
@@ -227,7 +227,7 @@ def _apply_one(
             res = _lease(st, now_ms, op, granted)
             return res, bool(res.granted or res.dead)
         case Ack():
-            ack = _ack(st, op)
+            ack = _ack(st, now_ms, op)
             return ack, ack == "acked"
         case ChangeVisibility():
             vis = _change_visibility(st, now_ms, op)
@@ -239,6 +239,11 @@ def _apply_one(
             released = _release(st, op)
             return released, released
         case Purge():
+            # Kept for their deduplication ids only: a purge clears the window, as on SQS.
+            window_kept = range(st.window_start(), st.loaded_upto())
+            freed.extend(s for s in window_kept if s not in st.segments)
+            st.window.clear()
+            st.dups.clear()
             freed.extend(st.segments)
             freed.extend(range(st.loaded_upto(), st.next_seq))  # adopted, never loaded
             st.segments.clear()
@@ -350,38 +355,55 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
 
 
 def _lease_fifo(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
-    """In slot order: a group with a message in flight (or not yet visible) delivers nothing
-    after it; several messages of one group may go out together, in order."""
+    """As SQS answers it (recorded): each group offers its visible messages from its first
+    unfinished one up to its first hidden one (in flight, delayed, or leased earlier in this
+    commit), so no message goes out while an earlier one of its group is hidden, and a head
+    made visible again goes out although later messages of its group are still held. Groups go
+    whole and one after another, the one visible longest first (a head never received since
+    its send, one whose lease ran out since its end), so a group received and given back
+    waits behind the groups that were waiting meanwhile; ties keep slot order."""
+    mrc = st.attrs.max_receive_count
+    runs, since = _group_runs(st, now_ms, taken)
     granted: list[Grant] = []
     dead: list[Grant] = []
-    mrc = st.attrs.max_receive_count
-    blocked = _busy_groups(st, now_ms)
+    for group in sorted(runs, key=since.__getitem__):
+        for seq, idx in runs[group]:
+            if len(granted) >= op.max_messages or len(dead) >= op.max_messages:
+                return LeaseResult(tuple(granted), tuple(dead))
+            receives = st.segments[seq].leases.get(idx, (0, 0, 0))[0]
+            grant = _grant(st, now_ms, op, seq, idx, taken)
+            (dead if mrc is not None and receives >= mrc else granted).append(grant)
+    return LeaseResult(tuple(granted), tuple(dead))
+
+
+def _group_runs(
+    st: QueueState, now_ms: int, taken: set[tuple[int, int]]
+) -> tuple[dict[str, list[tuple[int, int]]], dict[str, tuple[int, int, int]]]:
+    """Per FIFO group, its visible messages from its first unfinished one up to its first
+    hidden one, and (when that head became visible, its slot, its index)."""
+    cutoff = now_ms - st.attrs.retention_s * 1000
+    runs: dict[str, list[tuple[int, int]]] = {}
+    since: dict[str, tuple[int, int, int]] = {}
+    closed: set[str] = set()
     for seg in st.segments.values():
-        if len(granted) >= op.max_messages or len(dead) >= op.max_messages:
-            break
+        if seg.sent_ms <= cutoff:
+            continue  # past retention: finished at the next commit
         for idx in range(seg.count):
             if seg.is_done(idx):
                 continue
-            receives, until_ms, _first_ms = seg.leases.get(idx, (0, 0, 0))
-            if seg.groups is not None:
-                group = seg.groups[idx]
-                if group in blocked:
-                    continue
-                if until_ms > now_ms or (seg.seq, idx) in taken:
-                    blocked.add(group)
-                    continue
-            if until_ms > now_ms or (seg.seq, idx) in taken:
+            group = seg.groups[idx] if seg.groups is not None else ""
+            if group in closed:
                 continue
-            grant = _grant(st, now_ms, op, seg.seq, idx, taken)
-            if mrc is not None and receives >= mrc:
-                dead.append(grant)
-                if len(dead) >= op.max_messages:
-                    break
-            else:
-                granted.append(grant)
-                if len(granted) >= op.max_messages:
-                    break
-    return LeaseResult(tuple(granted), tuple(dead))
+            _receives, until_ms, _first_ms = seg.leases.get(idx, (0, 0, 0))
+            if until_ms > now_ms or (seg.seq, idx) in taken:
+                closed.add(group)
+                continue
+            run = runs.get(group)
+            if run is None:
+                runs[group] = run = []
+                since[group] = (until_ms or seg.sent_ms, seg.seq, idx)
+            run.append((seg.seq, idx))
+    return runs, since
 
 
 def _grant(
@@ -399,18 +421,6 @@ def _grant(
     hold_ms = limits.dead_letter_hold_ms if mrc is not None and receives >= mrc else 0
     seg.leases[idx] = (grant.epoch, now_ms + max(op.visibility_ms, hold_ms), grant.first_receive_ms)
     return grant
-
-
-def _busy_groups(st: QueueState, now_ms: int) -> set[str]:
-    """FIFO groups that have an unfinished message hidden now (leased or delayed)."""
-    busy: set[str] = set()
-    for seg in st.segments.values():
-        if seg.groups is None:
-            continue
-        for idx, (_receives, until_ms, _first) in seg.leases.items():
-            if until_ms > now_ms and not seg.is_done(idx):
-                busy.add(seg.groups[idx])
-    return busy
 
 
 def _holder(
@@ -431,10 +441,17 @@ def _holder(
     return seg
 
 
-def _ack(st: QueueState, op: Ack) -> AckResult:
+def _ack(st: QueueState, now_ms: int, op: Ack) -> AckResult:
     seg = _holder(st, op.seq, op.idx, op.epoch, op.incarnation, earlier=True)
     if isinstance(seg, str):
         return seg
+    if st.attrs.fifo:
+        # A FIFO queue deletes only under the lease still in force (recorded from SQS: "The
+        # receipt handle has expired"): once it ran out, the group's next receive may already
+        # have the message, and order is the promise.
+        receives, until_ms, _first_ms = seg.leases[op.idx]
+        if receives != op.epoch or until_ms <= now_ms:
+            return "expired"
     seg.done |= 1 << op.idx
     del seg.leases[op.idx]
     return "acked"

@@ -36,10 +36,11 @@ class DedupIndex:
     def __init__(self) -> None:
         self.incarnation = ""
         self.upto = 0
+        self.start = 0  # the window's first slot when last folded
         self.keys: dict[str, Original] = {}
 
     def reset(self) -> None:
-        self.incarnation, self.upto, self.keys = "", 0, {}
+        self.incarnation, self.upto, self.start, self.keys = "", 0, 0, {}
 
     def missing(self, st: QueueState) -> range:
         """Adopted slots this node must still read before it may judge a new one."""
@@ -52,6 +53,10 @@ class DedupIndex:
             self.reset()
             self.incarnation, self.upto = st.incarnation, st.window_start()
         self.upto = max(self.upto, st.window_start())
+        if st.window_start() > self.start:
+            # The window moved on (or a purge cleared it): ids before it count no more.
+            self.start = st.window_start()
+            self.keys = {k: o for k, o in self.keys.items() if o.seq >= self.start}
         while self.upto < st.next_seq:
             seg = segment_at(self.upto)
             if seg is None:

@@ -135,8 +135,10 @@ class Receiver:
             grants = self._take_buffered(max_messages, vis_ms)
             if grants:
                 grants = await self._still_ours(grants)
-        if not grants:
-            ops: list[Op] = [Lease(max_messages, vis_ms)]
+        # A FIFO receive that leases ahead groups fills up from the manifest too: a group made
+        # visible since (a head given back) goes out with them, as on SQS.
+        if not grants or (st.attrs.fifo and len(grants) < max_messages):
+            ops: list[Op] = [Lease(max_messages - len(grants), vis_ms)]
             # FIFO: at least a full receive's worth, so that the next receive finds whole
             # groups waiting rather than a group's head alone.
             target = self._lease_ahead_target(max_messages)
@@ -149,7 +151,7 @@ class Receiver:
             results = await self.manifest.commit(ops)
             first = results[0]
             assert isinstance(first, LeaseResult)
-            grants = list(first.granted)
+            grants += first.granted
             dead = list(first.dead)
             if len(results) > 1:
                 ahead = results[1]
@@ -256,6 +258,16 @@ class Receiver:
         """
         st = await self.manifest.refresh()
         return [g for g in grants if _epoch_of(current_lease(st, g.seq, g.idx)) == g.epoch]
+
+    def held_ahead(self, st: QueueState, now_ms: int) -> int:
+        """How many messages `st` shows in flight only because this node leased them ahead for
+        its next receives: no consumer has them, so a count shows them visible."""
+        held = 0
+        for b in self.buffer:
+            lease = current_lease(st, b.grant.seq, b.grant.idx)
+            if lease is not None and lease[0] == b.grant.epoch and lease[1] > now_ms:
+                held += 1
+        return held
 
     # --- handing leases back -----------------------------------------------------------------
 

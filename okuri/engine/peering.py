@@ -214,7 +214,7 @@ def _result(raw: Any) -> Result:
         return LeaseResult(
             tuple(Grant(*g) for g in raw["g"]), tuple(Grant(*g) for g in raw["d"])
         )
-    if raw in ("acked", "stale", "gone", "ok") or isinstance(raw, bool):
+    if raw in ("acked", "stale", "gone", "expired", "ok") or isinstance(raw, bool):
         return raw  # type: ignore[no-any-return]
     raise ValueError(f"unknown result {raw!r}")
 

@@ -259,25 +259,31 @@ class Queue:
 
     async def counts(self) -> Counts:
         """Counts over adopted slots, plus visible and delayed messages in up to
-        `count_probe_segments_max` slots past the cursor."""
+        `count_probe_segments_max` slots not yet loaded (a FIFO queue's adopted ones) or past
+        the cursor. Messages this node leased ahead count as visible: no consumer has them."""
         self.scheduler.poke()
         st = await self.refresh()
         now = self.clock.now_ms()
         total = counts(st, now)
+        ahead = self.receiver.held_ahead(st, now)
         cutoff = now - st.attrs.retention_s * 1000
-        visible = delayed = 0
-        for seq in range(st.next_seq, st.next_seq + limits.count_probe_segments_max):
+        visible, delayed = ahead, 0
+        end = st.loaded_upto() + limits.count_probe_segments_max
+        for seq in range(st.loaded_upto(), end):
             seg = await self.slots.read_slot(st.incarnation, seq)
             if seg is None:
+                if seq < st.next_seq:
+                    continue  # adopted and since freed (a purge, the window sliding on)
                 break
-            for m in seg.messages:
-                if m.sent_ms <= cutoff:
+            dups = st.dups.get(seq, 0) if seq < st.next_seq else 0
+            for i, m in enumerate(seg.messages):
+                if m.sent_ms <= cutoff or dups >> i & 1:
                     continue
                 if m.visible_at_ms > now:
                     delayed += 1
                 else:
                     visible += 1
-        return total + Counts(visible, 0, delayed)
+        return total + Counts(visible, -ahead, delayed)
 
     async def sweep_quietly(self) -> None:
         self._last_sweep_s = self.clock.monotonic_s()

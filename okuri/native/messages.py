@@ -161,6 +161,8 @@ def _status(result: object, ok: str) -> str:
         return "invalid"
     if result in ("acked", "ok", "dead"):
         return ok
+    if result == "expired":
+        return "stale"  # a FIFO lease run out: the native API's word for it
     return str(result)
 
 

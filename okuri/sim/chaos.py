@@ -184,7 +184,8 @@ class ChaosLoad:
     async def give_back(self, queue: str, got: list[Delivery]) -> list[Delivery]:
         """Make some of `got` visible again at once and keep the rest longer, working on it
         for a while; return the rest, to be deleted. On a FIFO queue this leaves an earlier
-        message of a group visible while a later one is in flight: the group must wait."""
+        message of a group visible while a later one is in flight: the earlier one may go out
+        again (as on SQS), nothing after the held one may."""
         w = self.world
         # The first message of each group that came with more (a worker failing on the head
         # of its group); when none did, any half.

@@ -135,6 +135,11 @@ def no_loss(
     delivered = {(d.queue, d.message_id) for d in h.delivered}
     dlq = dlq or f"{queue}-dlq"
     end = max([d.end for d in h.delivered], default=0.0)
+    # A lease whose answer was lost (a forward to a leader that died, committed again here)
+    # hides a message for one visibility timeout (docs/design.md, "Several nodes on one
+    # manifest"); taken by the last delivery, it may outlast the message's retention, as a lost
+    # ReceiveMessage answer may on SQS. Leases taken ahead hold up to a second longer.
+    hidden_s = max((d.visibility_s for d in h.delivered), default=0.0) + 1.0
     out = []
     for s in h.sent:
         if (s.queue, s.message_id) in delivered or (dlq, s.message_id) in delivered:
@@ -150,8 +155,8 @@ def no_loss(
             # Scheduled beyond the longest delay: it joined the queue at most that long before
             # it was due, and its retention counts from then.
             began = s.at_s - limits.delay_s_max
-        if began + retention_s - skew_s <= end:
-            continue  # old enough that some node's clock may have expired it
+        if began + retention_s - skew_s <= end + hidden_s:
+            continue  # old enough that some node's clock may have expired it, maybe hidden
         if s.at_s is not None and began + retention_s - skew_s <= s.at_s + skew_s:
             continue  # due after its retention period ends: it may expire unseen, as on SQS
         out.append(

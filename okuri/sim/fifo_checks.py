@@ -11,21 +11,23 @@ judged, like every check, only from what clients saw (okuri/sim/history.py).
   (so it comes first) or hidden (so the group waits). It counts as possibly finished once a
   delete of it was tried (answered or not), or if it was dead-lettered, purged or expired. An
   earlier message is known from its send's answer or from any delivery of it;
-- group_one_in_flight: no message is delivered while another message of its group, delivered
-  by a different receive call, is surely still in flight: no delete of it tried, the queue not
-  purged, and its lease (judged from the start of its receive, less twice the clock skew, and
-  moved by the visibility changes that surely landed while it was held) not run out on any
-  node's clock;
+- group_one_in_flight: no message is delivered while an earlier message of its group,
+  delivered by a different receive call, is surely still in flight: no delete of it tried, the
+  queue not purged, and its lease (judged from the start of its receive, less twice the clock
+  skew, and moved by the visibility changes that surely landed while it was held) not run out
+  on any node's clock. An earlier message made visible again may go out while later ones are
+  held, as on SQS (recorded): the group offers its visible messages up to its first hidden one;
 - dedup_one_message: every acknowledged send of one deduplication id within the window answers
   the same message, one that carries that id; and two messages with one deduplication id are
-  never both delivered unless they were sent a whole window apart;
+  never both delivered unless they were sent a whole window apart; a purge between them clears
+  the window, as on SQS;
 - duplicate_never_delivered: the message a send answered as a duplicate carried (told apart
   by its body: every attempt's body is its own) is never delivered.
 
 Why these and not "delivered in sequence order": a message whose lease runs out comes back
 before later ones, and one receive may return several messages of a group, so the order of all
-deliveries is no promise; the order of first deliveries and "one receive call at a time per
-group" are. Each check reports at most five violations.
+deliveries is no promise; the order of first deliveries and "no message while an earlier one
+of its group is held by another receive call" are. Each check reports at most five violations.
 """
 
 from __future__ import annotations
@@ -218,6 +220,8 @@ def group_one_in_flight(
                     continue  # (at one instant, virtual time may run them in either order)
                 if d.message_id == first.message_id or d.receive_id == first.receive_id:
                     continue
+                if int(d.sequence_number or 0) < int(first.sequence_number or 0):
+                    continue  # a head given back may go out while later messages are held
                 out.append(
                     Violation(
                         "group_one_in_flight",
@@ -251,6 +255,12 @@ def _surely_hidden_until(
     return min([until, *(a.start for a in deletes if a.end >= d.start)])
 
 
+def _purged_between(h: History, queue: str, after: float, before: float) -> bool:
+    """Might a purge of `queue` have taken effect between `after` and `before`? A purge clears
+    the deduplication window, as on SQS (recorded)."""
+    return any(p.queue == queue and p.end > after and p.start < before for p in h.purged)
+
+
 def dedup_one_message(h: History, skew_s: float) -> list[Violation]:
     out = []
     answers: dict[tuple[str, str], list[Sent]] = defaultdict(list)
@@ -261,6 +271,8 @@ def dedup_one_message(h: History, skew_s: float) -> list[Violation]:
         ss.sort(key=lambda s: s.start)
         for s1, s2 in itertools.pairwise(ss):
             if s1.message_id != s2.message_id and s2.start - s1.start < WINDOW_S - skew_s:
+                if _purged_between(h, queue, s1.start, s2.end):
+                    continue
                 out.append(
                     Violation(
                         "dedup_one_message",
@@ -288,6 +300,8 @@ def dedup_one_message(h: History, skew_s: float) -> list[Violation]:
         items = sorted(messages.items(), key=lambda kv: kv[1])
         for (a, at), (b, bt) in itertools.pairwise(items):
             if bt - at < WINDOW_S - EPSILON_S:
+                if _purged_between(h, queue, at - skew_s, bt + skew_s):
+                    continue
                 out.append(
                     Violation(
                         "dedup_one_message",

@@ -268,9 +268,11 @@ class SqsActions:
         msg.validate_message_group_id(entry.get("MessageGroupId"))
         size = len(body.encode()) + msg.message_attributes_bytes(user)
         if size > attrs.max_message_bytes:
+            # SQS words it differently in a batch entry (recorded).
+            verdict = "cannot be validated" if operation == "SendMessageBatch" else "are invalid"
             raise SqsError(
                 "InvalidParameterValue",
-                f"One or more parameters are invalid. Reason: Message must be shorter than "
+                f"One or more parameters {verdict}. Reason: Message must be shorter than "
                 f"{attrs.max_message_bytes} bytes.",
             )
         delay = entry.get("DelaySeconds")
@@ -615,7 +617,16 @@ def _visibility(value: int) -> int:
 
 
 def _ack_error(result: object, handle: str) -> SqsError | None:
-    return _bad_receipt(handle) if isinstance(result, ReceiptHandleInvalid) else None
+    """Only a malformed or foreign handle and, on a FIFO queue, a lease run out are refused; a
+    delete of a message finished already succeeds, as on SQS."""
+    if isinstance(result, ReceiptHandleInvalid):
+        return _bad_receipt(handle)
+    if result == "expired":
+        return invalid(
+            f"Value {handle[:200]} for parameter ReceiptHandle is invalid. "
+            "Reason: The receipt handle has expired."
+        )
+    return None
 
 
 def _visibility_error(result: object, handle: str) -> SqsError | None:

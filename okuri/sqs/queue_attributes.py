@@ -332,10 +332,10 @@ def check_fifo_name(name: str, attributes: Any) -> bool:
 
 def _check_names(attributes: Mapping[Any, Any], for_create: bool, fifo: bool) -> None:
     """Refuse names SQS would refuse on this kind of queue."""
-    if for_create:
-        wants_fifo(attributes)
+    if for_create and "FifoQueue" in attributes and not wants_fifo(attributes):
+        raise _unknown("FifoQueue")  # even "false" on a standard queue (recorded)
     for name in attributes:
-        if name in _SETTABLE or (for_create and name == "FifoQueue"):
+        if name in _SETTABLE or (name == "FifoQueue" and (for_create or fifo)):
             continue
         if fifo and name in FIFO_ATTRIBUTES:
             continue
@@ -356,11 +356,10 @@ def parse_queue_attributes(
     """Apply a CreateQueue / SetQueueAttributes Attributes map to `existing` (defaults if None).
 
     Names are checked before values; values must be JSON strings (SQS's QueueAttributeMap holds
-    strings only; a non-string answers InvalidAttributeValue). FifoQueue="false" is accepted on
-    CreateQueue and changes nothing, although SQS itself answers "Unknown Attribute FifoQueue."
-    for it on a standard queue's name (recorded) — okuri is lenient where that refusal would only
-    break a caller that spells out the default. On SetQueueAttributes any FifoQueue is refused as
-    SQS refuses it. Extras okuri does not own (e.g. tags) are carried over untouched.
+    strings only; a non-string answers InvalidAttributeValue). As SQS answers (recorded):
+    FifoQueue on a standard queue is "Unknown Attribute FifoQueue.", even "false" on CreateQueue;
+    on a FIFO queue's SetQueueAttributes "true" changes nothing and anything else is refused (the
+    type is fixed). Extras okuri does not own (e.g. tags) are carried over untouched.
     """
     base = existing if existing is not None else QueueAttrs()
     if attributes is None:
@@ -377,6 +376,12 @@ def parse_queue_attributes(
         if not isinstance(raw, str):
             raise _bad_value(name)
         if name == "FifoQueue":
+            if not for_create and raw.lower() != "true":
+                raise SqsInputError(
+                    "InvalidAttributeValue",
+                    "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is "
+                    "not supported.",
+                )
             continue
         if name in FIFO_ATTRIBUTES:
             extra[name] = _fifo_value(name, raw)

@@ -178,6 +178,18 @@ def test_checkers_report_a_lost_message() -> None:
     assert _names(h) == {"no_loss"}
 
 
+def test_a_message_whose_retention_ends_within_a_lost_lease_may_expire_unseen() -> None:
+    """Seed 1401: a forwarded lease whose answer was lost hid messages for the 30 s the drain
+    asks; their 60 s retention ran out meanwhile. Within a visibility timeout (and a second)
+    of the last delivery that is no loss; later it is."""
+    h = _history()  # the last delivery ends at 3.0 s, with a 0 s visibility
+    h.delivered[0] = Delivered("jobs", "m1", b"a", 1, 2.0, 3.0, None, visibility_s=30.0)
+    h.sent.append(Sent("jobs", "m2", b"b", 0.5, 0.6))
+    retention = {v.invariant for v in check_history(h, "jobs", 33.0, 0.0)}
+    assert retention == set()  # 0.5 + 33 <= 3.0 + 30 + 1
+    assert {v.invariant for v in check_history(h, "jobs", 35.0, 0.0)} == {"no_loss"}
+
+
 def test_a_purge_that_ended_after_the_send_began_explains_it() -> None:
     h = _history()
     h.sent.append(Sent("jobs", "m2", b"b", 5.0, 6.0))

@@ -182,9 +182,10 @@ def test_a_fifo_queue_takes_groups_and_leases_them_in_order(okuri: Any) -> None:
     )
     assert ids[3] == ids[1] and len(set(ids)) == 3
     leased = lease_all(okuri, name, 3)
-    assert [(i.text, i.group) for i in leased] == [("a1", "a"), ("b1", "b"), ("a2", "a")]
+    # One lease takes a group whole, then the next, as SQS's receive does.
+    assert [(i.text, i.group) for i in leased] == [("a1", "a"), ("a2", "a"), ("b1", "b")]
     numbers = [int(i.sequence_number or 0) for i in leased]
-    assert numbers == sorted(numbers) and 0 not in numbers
+    assert numbers[0] < numbers[2] < numbers[1] and 0 not in numbers
     assert okuri.complete(name, leased) == ["completed"] * 3
     standard = okuri.create_queue(fresh())
     assert standard.attributes.content_based_dedup is None  # a FIFO queue's attribute only

@@ -3,6 +3,7 @@ rules, sends, order within a group, the in-flight rule, deduplication and SQS's 
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -62,9 +63,10 @@ def test_fifo_attributes_are_validated_stored_and_updated(sqs: Any) -> None:
         with pytest.raises(ClientError) as err:
             sqs.set_queue_attributes(QueueUrl=url, Attributes=bad)
         assert _code(err) == "InvalidAttributeValue"
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"FifoQueue": "true"})  # no change
     with pytest.raises(ClientError) as err:
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"FifoQueue": "false"})
-    assert _code(err) == "InvalidAttributeName"
+    assert _code(err) == "InvalidAttributeValue"
 
 
 def test_group_order_in_flight_rule_and_sequence_numbers(sqs: Any) -> None:
@@ -233,3 +235,108 @@ def test_dead_letters_of_a_fifo_queue_keep_their_group_order(sqs: Any) -> None:
         if len(moved) >= 3:
             break
     assert moved == ["m0", "m1", "m2"]
+
+
+def _send_all(sqs: Any, url: str, *pairs: str) -> None:
+    """Send "group:body" pairs one by one, in order (content-based deduplication)."""
+    for pair in pairs:
+        group, body = pair.split(":")
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group)
+
+
+def _bodies(answer: dict[str, Any]) -> list[str]:
+    return [m["Body"] for m in answer.get("Messages", [])]
+
+
+def test_a_receive_returns_whole_groups_and_groups_given_back_wait_behind_the_rest(
+    sqs: Any,
+) -> None:
+    """As SQS answers it (recorded by LocalStack's AWS-validated suite): one receive returns a
+    group's messages together, and groups received and made visible again (visibility 0) come
+    after a group that waited meanwhile."""
+    url = _fifo(sqs, ContentBasedDeduplication="true")
+    _send_all(sqs, url, "1:g1-m1", "2:g2-m1", "2:g2-m2", "3:g3-m1", "1:g1-m2")
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3, VisibilityTimeout=0)
+    assert _bodies(first) == ["g1-m1", "g1-m2", "g2-m1"]
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    assert _bodies(again) == ["g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2"]
+
+
+def test_a_head_made_visible_goes_out_again_while_later_messages_of_its_group_are_held(
+    sqs: Any,
+) -> None:
+    """SQS's rule (recorded): a group offers its visible messages up to its first hidden one."""
+    url = _fifo(sqs, ContentBasedDeduplication="true", VisibilityTimeout="30")
+    _send_all(sqs, url, "1:g1-m1", "1:g1-m2", "2:g2-m1")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2)["Messages"]
+    assert [m["Body"] for m in got] == ["g1-m1", "g1-m2"]
+    sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    assert _bodies(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3)) == [
+        "g2-m1",
+        "g1-m1",
+    ]
+    # Extending the middle of three held messages: once the others run out, the group offers
+    # what comes before it only.
+    url = _fifo(sqs, VisibilityTimeout="1")
+    for body in ("foo", "bar", "baz"):
+        sqs.send_message(
+            QueueUrl=url, MessageBody=body, MessageGroupId="1", MessageDeduplicationId=body
+        )
+    held = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=5)["Messages"]
+    assert [m["Body"] for m in held] == ["foo", "bar", "baz"]
+    sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=4
+    )
+    time.sleep(2.5)
+    assert _bodies(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=5)) == ["foo"]
+
+
+def test_a_delete_after_the_lease_ran_out_is_refused_as_expired(sqs: Any) -> None:
+    url = _fifo(sqs, ContentBasedDeduplication="true", VisibilityTimeout="1")
+    sqs.send_message(QueueUrl=url, MessageBody="foobar", MessageGroupId="1")
+    (msg,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    time.sleep(1.5)
+    with pytest.raises(ClientError) as err:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+    assert _code(err) == "InvalidParameterValue"
+    assert err.value.response["Error"]["Message"] == (
+        f"Value {msg['ReceiptHandle']} for parameter ReceiptHandle is invalid. "
+        "Reason: The receipt handle has expired."
+    )
+    out = sqs.delete_message_batch(
+        QueueUrl=url, Entries=[{"Id": "a", "ReceiptHandle": msg["ReceiptHandle"]}]
+    )
+    assert [f["Code"] for f in out["Failed"]] == ["InvalidParameterValue"]
+    (back,) = sqs.receive_message(QueueUrl=url)["Messages"]  # not deleted: it comes back
+    assert back["Body"] == "foobar"
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=back["ReceiptHandle"])
+
+
+def test_counts_show_messages_not_yet_received_and_none_leased_ahead(sqs: Any) -> None:
+    url = _fifo(sqs, ContentBasedDeduplication="true")
+
+    def visible() -> int:
+        got = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+        )
+        return int(got["Attributes"]["ApproximateNumberOfMessages"])
+
+    assert visible() == 0
+    _send_all(sqs, url, "1:g1-m1", "1:g1-m2", "1:g1-m3", "2:g2-m1", "3:g3-m1")
+    assert visible() == 5
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=4, WaitTimeSeconds=1)
+    assert _bodies(got) == ["g1-m1", "g1-m2", "g1-m3", "g2-m1"]
+    assert visible() == 1
+    for m in got["Messages"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    assert visible() == 1
+
+
+def test_a_purge_clears_the_deduplication_window(sqs: Any) -> None:
+    url = _fifo(sqs)
+    sqs.send_message(QueueUrl=url, MessageBody="m1", MessageGroupId="g", MessageDeduplicationId="d")
+    sqs.purge_queue(QueueUrl=url)
+    sqs.send_message(QueueUrl=url, MessageBody="m2", MessageGroupId="g", MessageDeduplicationId="d")
+    assert _bodies(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)) == ["m2"]

@@ -107,6 +107,26 @@ def test_an_oversized_message_is_refused_in_sqs_words(sqs: Any, queue: str) -> N
     )
 
 
+def test_an_oversized_batch_entry_fails_in_the_batch_wording(sqs: Any) -> None:
+    url = sqs.create_queue(
+        QueueName=f"rec-{uuid.uuid4().hex[:10]}", Attributes={"MaximumMessageSize": "1024"}
+    )["QueueUrl"]
+    out = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "ok", "MessageBody": "a" * 1024}, {"Id": "big", "MessageBody": "a" * 1025}],
+    )
+    assert [e["Id"] for e in out["Successful"]] == ["ok"]
+    assert out["Failed"] == [
+        {
+            "Id": "big",
+            "SenderFault": True,
+            "Code": "InvalidParameterValue",
+            "Message": "One or more parameters cannot be validated. Reason: Message must be "
+            "shorter than 1024 bytes.",
+        }
+    ]
+
+
 def test_create_queue_names_the_attribute_that_differs(sqs: Any) -> None:
     name = f"rec-conflict-{uuid.uuid4().hex[:8]}"
     sqs.create_queue(QueueName=name, Attributes={"DelaySeconds": "1"})

@@ -23,6 +23,7 @@ from okuri.core.transitions import (
     Grant,
     Lease,
     LeaseResult,
+    Load,
     MarkDead,
     Op,
     Outcome,
@@ -535,6 +536,33 @@ def test_nothing_expires_one_ms_inside_retention() -> None:
     assert not out.changed
     assert counts(st, T0 + 59_999) == Counts(visible=1)
     assert counts(st, T0 + 60_000) == Counts()  # counts already skip it
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_slot_adopted_past_retention_is_never_leased(fifo: bool) -> None:
+    """Sent 65 s ago on a 60 s queue and read only now: the commit that adopts it leases
+    nothing (as SQS returns nothing), and the next commit finishes it."""
+    st = fresh(retention_s=60, fifo=fifo)
+    now = T0 + 65_000
+    ops: list[Op] = [Adopt(0, "sid-0", 2, T0, (), ("g", "g") if fifo else None)]
+    if fifo:
+        ops.append(Load(0, "sid-0", 2, T0, ("g", "g")))
+    out = step(st, now, *ops, Lease(10, VIS))
+    res = out.results[-1]
+    assert isinstance(res, LeaseResult) and res.granted == () and res.dead == ()
+    assert step(out.state, now + 1, Lease(0, VIS)).expired == 2
+
+
+def test_fifo_a_receipt_whose_lease_ran_out_cannot_delete() -> None:
+    st = fresh(fifo=True)
+    st = step(st, T0, Adopt(0, "sid-0", 1, T0, (), ("g",)), Load(0, "sid-0", 1, T0, ("g",))).state
+    st, res = lease(st, T0, vis=1_000)
+    g = res.granted[0]
+    assert step(st, T0 + 1_000, Ack(g.seq, g.idx, g.epoch)).results == ["expired"]
+    st, again = lease(st, T0 + 1_000, vis=1_000)
+    assert step(st, T0 + 1_500, Ack(g.seq, g.idx, g.epoch)).results == ["expired"]
+    newest = again.granted[0]
+    assert step(st, T0 + 1_500, Ack(newest.seq, newest.idx, newest.epoch)).results == ["acked"]
 
 
 def test_expired_message_is_gone_for_its_receipt() -> None:

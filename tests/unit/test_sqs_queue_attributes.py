@@ -155,9 +155,25 @@ def test_fifo_name_and_attribute_go_together() -> None:
         assert err.value.code == "InvalidParameterValue"
 
 
-def test_fifo_queue_false_on_create_is_accepted_and_changes_nothing() -> None:
-    assert parse({"FifoQueue": "false"}) == QueueAttrs()
-    assert "FifoQueue" not in render(parse({"FifoQueue": "false"}))
+def test_fifo_queue_false_on_create_is_an_unknown_attribute_as_sqs_answers_it() -> None:
+    assert refused({"FifoQueue": "false"}, "InvalidAttributeName") == (
+        "Unknown Attribute FifoQueue."
+    )
+
+
+def test_a_fifo_queues_type_stays_fixed_on_set() -> None:
+    fifo = QueueAttrs(fifo=True)
+    assert qa.parse_queue_attributes({"FifoQueue": "true"}, fifo, for_create=False) == fifo
+    with pytest.raises(SqsInputError) as err:
+        qa.parse_queue_attributes({"FifoQueue": "false"}, fifo, for_create=False)
+    assert (err.value.code, err.value.message) == (
+        "InvalidAttributeValue",
+        "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not "
+        "supported.",
+    )
+    with pytest.raises(SqsInputError) as err:
+        qa.parse_queue_attributes({"FifoQueue": "true"}, QueueAttrs(), for_create=False)
+    assert err.value.code == "InvalidAttributeName"
 
 
 def test_fifo_queue_with_another_value_on_create_is_an_invalid_value() -> None:
@@ -616,7 +632,6 @@ def test_tag_key_and_value_bounds(tags: Any, ok: bool) -> None:
             "DelaySeconds",
         ),
         ({"DelaySeconds": "0"}, QueueAttrs(), None),  # a default spelled out matches the default
-        ({"FifoQueue": "false"}, QueueAttrs(), None),
         ({"SqsManagedSseEnabled": "true"}, QueueAttrs(), None),
         ({"SqsManagedSseEnabled": "false"}, QueueAttrs(), "SqsManagedSseEnabled"),
         ({"KmsDataKeyReusePeriodSeconds": "300"}, QueueAttrs(), None),
