@@ -24,26 +24,22 @@ deliveries of a run, which the load bounds by count (`messages_max`) and time.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from okuri.core.receipts import Receipt
+from okuri.errors import ReceiptHandleInvalid
+
 EXAMPLES_MAX = 5  # failing messages described in full in a verdict
-RECEIPT_PREFIX = "okr1"  # okuri's receipt handles: base64 of lines ending with the epoch
 
 
 def receipt_epoch(handle: str) -> int | None:
     """The lease epoch an okuri receipt handle carries, for diagnostics; None if unreadable."""
-    if not handle.startswith(RECEIPT_PREFIX):
-        return None
-    body = handle[len(RECEIPT_PREFIX) :]
     try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
-        return int(raw.rsplit("\n", 1)[-1])
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return Receipt.decode(handle).epoch
+    except ReceiptHandleInvalid:
         return None
 
 

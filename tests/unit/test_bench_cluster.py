@@ -25,6 +25,7 @@ from okuri.bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Receiv
 from okuri.bench.ledger import Ledger, receipt_epoch
 from okuri.bench.servers import Node, free_port
 from okuri.bench.sqs_client import Signer, SqsCallError
+from okuri.core.receipts import Receipt
 
 
 def receipt(epoch: int) -> str:
@@ -102,7 +103,8 @@ def test_a_resent_send_is_another_message_that_may_come_after_the_first_ones_del
 
 
 def test_receipt_epochs_are_read_for_diagnostics_only() -> None:
-    assert receipt_epoch(receipt(7)) == 7
+    assert receipt_epoch(receipt(7)) == 7  # a handle of the first format
+    assert receipt_epoch(Receipt("q", "inc", 3, 4, 12).encode()) == 12
     assert receipt_epoch("not okuri's") is None
     assert receipt_epoch("okr1!!!") is None
 

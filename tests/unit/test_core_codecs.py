@@ -21,7 +21,7 @@ from okuri.core.message import (
     decode_segment,
     encode_segment,
 )
-from okuri.core.receipts import PREFIX, Receipt
+from okuri.core.receipts import PREFIX, PREFIX_V1, Receipt
 from okuri.core.state import (
     ManifestCorrupt,
     QueueAttrs,
@@ -316,6 +316,17 @@ def test_receipt_round_trips(receipt: Receipt) -> None:
     assert Receipt.decode(handle) == receipt
 
 
+def test_a_receipt_of_the_first_format_still_decodes() -> None:
+    assert Receipt.decode(_handle(b"q\ninc\n3\n4\n7")) == Receipt("q", "inc", 3, 4, 7)
+
+
+def test_two_receipts_of_one_message_differ_from_their_first_two_characters() -> None:
+    first, tenth = Receipt("q", "inc", 1, 2, 1).encode(), Receipt("q", "inc", 1, 2, 10).encode()
+    start = len(PREFIX)
+    assert first[start : start + 2] != tenth[start : start + 2]
+    assert first not in tenth
+
+
 def test_receipts_differ_in_every_field() -> None:
     base = Receipt("q", "inc", 1, 2, 3)
     variants = [
@@ -330,6 +341,12 @@ def test_receipts_differ_in_every_field() -> None:
 
 
 def _handle(raw: bytes) -> str:
+    """A handle of the first format (fields: queue, incarnation, slot, index, epoch)."""
+    return PREFIX_V1 + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _handle2(raw: bytes) -> str:
+    """A handle of the current format (the epoch first)."""
     return PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
@@ -338,7 +355,10 @@ def _handle(raw: bytes) -> str:
     [
         pytest.param("", id="empty"),
         pytest.param("okr1", id="prefix-only"),
-        pytest.param("okr2" + Receipt("q", "i", 0, 0, 1).encode()[4:], id="wrong-prefix"),
+        pytest.param("okr3" + Receipt("q", "i", 0, 0, 1).encode()[4:], id="wrong-prefix"),
+        pytest.param(_handle2(b"0\nq\ninc\n0\n0"), id="v2-epoch-zero"),
+        pytest.param(_handle2(b"1\nq\ninc\n0"), id="v2-four-fields"),
+        pytest.param(_handle2(b"1\nq\ninc\n-1\n0"), id="v2-negative-seq"),
         pytest.param(Receipt("q", "i", 0, 0, 1).encode()[4:], id="no-prefix"),
         pytest.param("okr1A", id="impossible-base64-length"),
         pytest.param("okr1!!!!", id="not-base64"),
