@@ -32,7 +32,7 @@ def longest_waiting(
     if most <= 0:
         return [], []
     mrc = st.attrs.max_receive_count
-    cutoff = now_ms - st.attrs.retention_s * 1000
+    cutoff = st.retention_cutoff(now_ms)
     kept: list[tuple[int, int, int]] = []  # a max-heap of (-since_ms, -seq, -idx)
     dead: list[Place] = []
     for seg in st.segments.values():

@@ -156,6 +156,10 @@ class QueueState:
             dups=dict(self.dups),
         )
 
+    def retention_cutoff(self, now_ms: int) -> int:
+        """A message sent at or before this time has outlived the queue's retention period."""
+        return now_ms - self.attrs.retention_s * 1000
+
     def window_start(self) -> int:
         """The oldest slot whose deduplication ids still count (the cursor if none do)."""
         return self.window[0][0] if self.window else self.next_seq

@@ -263,7 +263,7 @@ def _apply_one(
 
 def _expire(st: QueueState, now_ms: int) -> int:
     """Finish every message older than the retention period; returns how many."""
-    cutoff = now_ms - st.attrs.retention_s * 1000
+    cutoff = st.retention_cutoff(now_ms)
     expired = 0
     for seg in st.segments.values():
         if seg.sent_ms <= cutoff and not seg.all_done():
@@ -381,7 +381,7 @@ def _group_runs(
 ) -> tuple[dict[str, list[tuple[int, int]]], dict[str, tuple[int, int, int]]]:
     """Per FIFO group, its visible messages from its first unfinished one up to its first
     hidden one, and (when that head became visible, its slot, its index)."""
-    cutoff = now_ms - st.attrs.retention_s * 1000
+    cutoff = st.retention_cutoff(now_ms)
     runs: dict[str, list[tuple[int, int]]] = {}
     since: dict[str, tuple[int, int, int]] = {}
     closed: set[str] = set()

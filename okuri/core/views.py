@@ -33,7 +33,7 @@ def current_lease(st: QueueState, seq: int, idx: int) -> LeaseTuple | None:
 
 def counts(st: QueueState, now_ms: int) -> Counts:
     """Approximate counts over adopted slots, as SQS reports them."""
-    cutoff = now_ms - st.attrs.retention_s * 1000
+    cutoff = st.retention_cutoff(now_ms)
     visible = in_flight = delayed = 0
     for seg in st.segments.values():
         if seg.sent_ms <= cutoff:

@@ -266,7 +266,7 @@ class Queue:
         now = self.clock.now_ms()
         total = counts(st, now)
         ahead = self.receiver.held_ahead(st, now)
-        cutoff = now - st.attrs.retention_s * 1000
+        cutoff = st.retention_cutoff(now)
         visible, delayed = ahead, 0
         end = st.loaded_upto() + limits.count_probe_segments_max
         for seq in range(st.loaded_upto(), end):
