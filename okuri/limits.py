@@ -39,6 +39,11 @@ dedup_entries_max = 100_000
 linger_ms_default = 100  # on S3: one window's requests are what a message costs
 linger_ms_local_default = 0  # a local directory charges nothing per request: commit at once
 linger_ms_max = 10_000
+# While this many callers or more share a queue's flushes (sends, or commits), the flushes are at
+# least flush_gather_ms apart, however short the linger: each flush costs CPU whatever it
+# carries. Fewer callers are never held (a closed loop of one or two waits on every flush).
+flush_gather_callers = 3
+flush_gather_ms = 5
 segment_bytes_max = 8 * 1024 * 1024
 segment_messages_max = 4096
 manifest_segments_max = 20_000

@@ -225,8 +225,12 @@ class ClosedLoop(Generic[C]):
                 await asyncio.wait_for(
                     asyncio.gather(*producers), w.drain_s + w.wait_s + PRODUCER_STOP_SLACK_S
                 )
+            # A send in flight when producing stopped may land after a delete emptied the
+            # backlog: judge emptiness again now that every producer has returned.
             if self.backlog == 0:
                 self._empty.set()
+            else:
+                self._empty.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._empty.wait(), w.drain_s)
             drained_s = time.monotonic() - t1

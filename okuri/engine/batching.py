@@ -2,6 +2,11 @@
 
 The rate cap is the cost model: a queue on one node writes to the bucket at most once per linger
 window however many clients it serves, and everything that arrived meanwhile rides along.
+
+A lone caller, or two, never wait for a timer beyond the linger. While several callers share the
+flushes (`limits.flush_gather_callers` in the last flush and those waiting for the next), the
+flushes are also spaced by the gather window: each flush costs CPU whatever it carries, so on a
+busy node fewer, fuller flushes leave more CPU for the requests themselves.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from okuri import limits
 from okuri.clock import Clock
 
 T = TypeVar("T")
@@ -26,14 +32,17 @@ class Batcher(Generic[T, R]):
         max_items: int,
         size: Callable[[T], int] = lambda _: 0,
         max_size: int = 0,
+        gather_ms: int = 0,
     ) -> None:
         self._clock = clock
         self.linger_s = linger_ms / 1000  # its owner may change it between flushes
+        self.gather_s = gather_ms / 1000  # this one too
+        self._busy = False  # several callers shared the last flush or wait for the next
         self._flush = flush
         self._max_items = max_items
         self._size = size
         self._max_size = max_size
-        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        self._pending: list[tuple[T, asyncio.Future[R], object]] = []  # item, its future, caller
         self._pending_size = 0
         self._wake = asyncio.Event()
         self._last_flush_s = -1e18
@@ -44,7 +53,7 @@ class Batcher(Generic[T, R]):
         if self._closed:
             raise RuntimeError("batcher closed")
         fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, fut))
+        self._pending.append((item, fut, asyncio.current_task()))
         self._pending_size += self._size(item)
         self._wake.set()
         if self._task is None or self._task.done():
@@ -62,7 +71,8 @@ class Batcher(Generic[T, R]):
 
     async def _run(self) -> None:
         while self._pending:
-            due = self._last_flush_s + self.linger_s
+            window = max(self.linger_s, self.gather_s) if self._busy else self.linger_s
+            due = self._last_flush_s + window
             now = self._clock.monotonic_s()
             if due - now > 1e-6 and not self._full() and not self._closed:
                 self._wake.clear()
@@ -72,23 +82,26 @@ class Batcher(Generic[T, R]):
             batch = self._take()
             self._last_flush_s = self._clock.monotonic_s()
             try:
-                results = await self._flush([item for item, _ in batch])
+                results = await self._flush([item for item, _, _ in batch])
             except asyncio.CancelledError:
-                for _, fut in batch:
+                for _, fut, _ in batch:
                     if not fut.done():
                         fut.cancel()
                 raise
             except Exception as err:  # each caller hears the failure of its own batch
-                for _, fut in batch:
+                for _, fut, _ in batch:
                     if not fut.done():
                         fut.set_exception(err)
                 continue
-            for (_, fut), result in zip(batch, results, strict=True):
+            for (_, fut, _), result in zip(batch, results, strict=True):
                 if not fut.done():
                     fut.set_result(result)
+            callers = {caller for _, _, caller in batch}
+            callers.update(caller for _, _, caller in self._pending)
+            self._busy = len(callers) >= limits.flush_gather_callers
 
-    def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
-        batch: list[tuple[T, asyncio.Future[R]]] = []
+    def _take(self) -> list[tuple[T, asyncio.Future[R], object]]:
+        batch: list[tuple[T, asyncio.Future[R], object]] = []
         size = 0
         while self._pending and len(batch) < self._max_items:
             item_size = self._size(self._pending[0][0])
@@ -111,6 +124,6 @@ class Batcher(Generic[T, R]):
         self._closed = True
         if self._task is not None:
             self._task.cancel()
-        for _, fut in self._pending:
+        for _, fut, _ in self._pending:
             fut.cancel()
         self._pending.clear()

@@ -153,7 +153,11 @@ class Manifest:
         self._counter = 0
         self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
-            clock, linger_ms, self._flush, max_items=limits.commit_ops_max
+            clock,
+            linger_ms,
+            self._flush,
+            max_items=limits.commit_ops_max,
+            gather_ms=limits.flush_gather_ms,
         )
 
     @property
@@ -236,8 +240,10 @@ class Manifest:
             finally:
                 self._forwarding = False
             # The window caps what a node writes; a forward writes nothing, and the leader's own
-            # window caps its commits: the next forward need not wait for one here.
-            self.committer.linger_s = 0.0 if isinstance(forwarded, list) else self._linger_s
+            # window (and gathering) caps its commits: the next forward need not wait here.
+            here = not isinstance(forwarded, list)
+            self.committer.linger_s = self._linger_s if here else 0.0
+            self.committer.gather_s = limits.flush_gather_ms / 1000 if here else 0.0
             if isinstance(forwarded, list):
                 return _split(forwarded, batches)
             if forwarded == "maybe":

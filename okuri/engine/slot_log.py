@@ -102,6 +102,7 @@ class SlotLog:
             max_items=limits.segment_messages_max,
             size=lambda m: len(m.body) + 512,
             max_size=limits.segment_bytes_max,
+            gather_ms=limits.flush_gather_ms,
         )
 
     # --- following the manifest --------------------------------------------------------------

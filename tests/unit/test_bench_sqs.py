@@ -365,3 +365,31 @@ def test_a_fifo_workload_names_groups_and_deduplication_ids() -> None:
     standard = load.Workload(1, 1, 1.0, 0.0, 1.0, 0, 0)
     assert standard.queue_request("q") == {"QueueName": "q"}
     assert set(standard.entry(0, 0, 0)) == {"Id", "MessageBody"}
+
+
+class SlowSends(FakeSqs):
+    """Sends take a while and never fail: one is still in flight when producing stops, while
+    the consumer has already deleted everything sent before it."""
+
+    async def _call(self, action: str) -> int:
+        # Sends land every 50 ms; the producing window closes at 120 ms, after the batch that
+        # landed at 100 ms was received and while its delete (30 ms) is still out.
+        await asyncio.sleep({"send": 0.05, "delete": 0.03}.get(action, 0.001))
+        return 2  # never the first call: nothing refused
+
+    async def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> Any:
+        await self._call("send")
+        for entry in Entries:
+            self.next_handle += 1
+            self.queue.append((str(self.next_handle), entry["MessageBody"]))
+        return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
+
+
+def test_the_drain_waits_for_a_send_that_lands_after_the_backlog_emptied() -> None:
+    workload = load.Workload(
+        producers=1, consumers=1, seconds=0.12, warmup_s=0.0, drain_s=2.0, wait_s=0, backlog_max=0
+    )
+    driver = load.Driver([SlowSends()], "http://fake/q", workload)
+    figures = asyncio.run(driver.run(lambda: None))
+    assert figures["errors"] == 0
+    assert figures["drain"]["left_in_queue"] == 0 and driver.sent == driver.deleted > 0

@@ -1,0 +1,77 @@
+"""Group commit's timing: a lone caller or two never wait for a timer on a zero linger; three or
+more callers at once have their flushes spaced by the gather window."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from okuri.clock import SystemClock
+from okuri.engine.batching import Batcher
+
+GATHER_MS = 150
+FLUSH_S = 0.01
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.sizes: list[int] = []
+
+    async def flush(self, items: list[int]) -> list[int]:
+        self.starts.append(time.monotonic())
+        self.sizes.append(len(items))
+        await asyncio.sleep(FLUSH_S)
+        return [i * 2 for i in items]
+
+    def gaps_s(self) -> list[float]:
+        return [b - a for a, b in zip(self.starts, self.starts[1:], strict=False)]
+
+
+def batcher(rec: Recorder, linger_ms: int = 0) -> Batcher[int, int]:
+    return Batcher(SystemClock(), linger_ms, rec.flush, max_items=100, gather_ms=GATHER_MS)
+
+
+async def closed_loop(b: Batcher[int, int], callers: int, rounds: int) -> list[int]:
+    """`callers` tasks, each submitting its next item as soon as its last one is answered."""
+
+    async def caller(k: int) -> list[int]:
+        return [await b.submit(k * 1000 + r) for r in range(rounds)]
+
+    results = await asyncio.gather(*(caller(k) for k in range(callers)))
+    return [x for r in results for x in r]
+
+
+async def test_a_lone_caller_never_waits_for_the_gather_window() -> None:
+    rec = Recorder()
+    b = batcher(rec)
+    start = time.monotonic()
+    assert await closed_loop(b, callers=1, rounds=5) == [0, 2, 4, 6, 8]
+    assert time.monotonic() - start < GATHER_MS / 1000
+    assert max(rec.gaps_s()) < GATHER_MS / 1000
+
+
+async def test_two_callers_at_once_are_not_held_back() -> None:
+    rec = Recorder()
+    b = batcher(rec)
+    start = time.monotonic()
+    out = await closed_loop(b, callers=2, rounds=5)
+    assert sorted(out) == sorted(2 * (k * 1000 + r) for k in range(2) for r in range(5))
+    assert time.monotonic() - start < GATHER_MS / 1000
+
+
+async def test_three_callers_at_once_share_flushes_spaced_by_the_gather_window() -> None:
+    rec = Recorder()
+    b = batcher(rec)
+    out = await closed_loop(b, callers=3, rounds=4)
+    assert sorted(out) == sorted(2 * (k * 1000 + r) for k in range(3) for r in range(4))
+    # The first flush carries whoever came first; from then on all three wait together.
+    assert rec.sizes[-1] == 3 and len(rec.sizes) <= 6
+    assert min(rec.gaps_s()[1:]) >= GATHER_MS / 1000 * 0.9
+
+
+async def test_a_longer_linger_still_caps_a_busy_batcher() -> None:
+    rec = Recorder()
+    b = batcher(rec, linger_ms=GATHER_MS * 2)
+    await closed_loop(b, callers=3, rounds=2)
+    assert min(rec.gaps_s()) >= GATHER_MS * 2 / 1000 * 0.9
