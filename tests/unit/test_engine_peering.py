@@ -173,6 +173,10 @@ async def test_a_follower_commits_through_the_leader_and_sees_what_it_wrote(
     assert await b.ack(Q, [d.receipt_handle for d in got]) == ["acked"] * 5
     assert b.stats["manifest_forwards"] >= 2 and b.stats["manifest_cas_attempts"] == 0
     assert a.stats["peer_commit_ops"] >= 6
+    # A forward writes nothing: the follower's next one waits for no window nor gathering.
+    follower, leader = b.runtime(Q).manifest.committer, a.runtime(Q).manifest.committer
+    assert (follower.linger_s, follower.gather_s) == (0.0, 0.0)
+    assert (leader.linger_s, leader.gather_s) == (0.002, limits.flush_gather_ms / 1000)
     # a adopted b's slots from the hints b sent along, and leased them for b
     counts = await a.counts(Q)
     assert (counts.visible, counts.in_flight) == (0, 1)
@@ -193,6 +197,8 @@ async def test_a_follower_commits_by_itself_and_takes_the_lead_when_the_leader_i
     st = await b.get_queue(Q)
     assert st.lead is not None and st.lead[0] == "b"
     assert await b.ack(Q, [got[0].receipt_handle]) == ["acked"]
+    committer = b.runtime(Q).manifest.committer  # b writes now: its window and gathering hold
+    assert (committer.linger_s, committer.gather_s) == (0.002, limits.flush_gather_ms / 1000)
 
 
 async def test_a_commit_forwarded_for_another_life_of_the_queue_is_refused(
