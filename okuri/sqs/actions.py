@@ -9,18 +9,13 @@ dead-letter sources and message move tasks in `okuri.sqs.move_tasks`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
-import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from okuri import limits
 from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing newline
-    DEDUP_ID_ATTRIBUTE,
     QUEUE_NAME,
-    Delivery,
     Engine,
     Gate,
     QueueAttrs,
@@ -28,8 +23,17 @@ from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing n
     SendRequest,
     SendResult,
 )
-from okuri.errors import OkuriError, QueueDoesNotExist, ReceiptHandleInvalid
-from okuri.sqs import fifo, move_tasks, paging, permissions, tags
+from okuri.errors import OkuriError, QueueDoesNotExist
+from okuri.sqs import (
+    batches,
+    deliveries,
+    fifo,
+    move_tasks,
+    paging,
+    permissions,
+    receipt_answers,
+    tags,
+)
 from okuri.sqs import messages as msg
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import (
@@ -40,7 +44,6 @@ from okuri.sqs.errors import (
     queue_name_exists,
 )
 
-BATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 COUNT_ATTRIBUTES = frozenset(
     {
         "ApproximateNumberOfMessages",
@@ -49,12 +52,10 @@ COUNT_ATTRIBUTES = frozenset(
         "All",
     }
 )
-SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
 # Where dispatch hands a send the request's X-Amzn-Trace-Id, checked; no client member has a
 # name like it, and requests are shape-checked before dispatch.
 TRACE_PARAM = "okuri:X-Amzn-Trace-Id"
 TRACED_ACTIONS = frozenset({"SendMessage", "SendMessageBatch"})
-DEDUP_ID_KEY = DEDUP_ID_ATTRIBUTE  # a FIFO message's MessageDeduplicationId, as given or derived
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -289,13 +290,13 @@ class SqsActions:
         stored_system = {
             **(trace or {}),  # the header's trace, unless the message gives its own
             **msg.encode_message_attributes(system),
-            SENDER_KEY: caller,
+            deliveries.SENDER_KEY: caller,
         }
         group_id, dedup_id = entry.get("MessageGroupId"), entry.get("MessageDeduplicationId")
         if attrs.fifo:
             group_id, dedup_id = fifo.check_send(entry, attrs)
             delay = None  # a 0 passed check_send; the queue's delay applies
-            stored_system[DEDUP_ID_KEY] = dedup_id
+            stored_system[deliveries.DEDUP_ID_KEY] = dedup_id
             dedup_id = fifo.dedup_key(attrs, group_id, dedup_id)
         request = SendRequest(
             body=body.encode(),
@@ -320,8 +321,8 @@ class SqsActions:
     async def send_message_batch(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         entries = p["Entries"]
-        _check_batch(entries, "SendMessageBatchRequestEntry")
-        total = sum(_batch_entry_bytes(e) for e in entries)
+        batches.check(entries, "SendMessageBatchRequestEntry")
+        total = sum(batches.entry_bytes(e) for e in entries)
         if total > limits.batch_bytes_max:
             raise SqsError(
                 "BatchRequestTooLong",
@@ -339,7 +340,7 @@ class SqsActions:
                     entry, attrs, caller, "SendMessageBatch", p.get(TRACE_PARAM)
                 )
             except SqsError as err:
-                failed.append(_failure(entry["Id"], err))
+                failed.append(batches.failure(entry["Id"], err))
                 continue
             accepted.append((entry["Id"], request, md5s))
         results = await self.engine.send(name, [r for _, r, _ in accepted])
@@ -350,10 +351,12 @@ class SqsActions:
                     {"Id": entry_id, "MessageId": res.message_id, **md5s, **_sequence(res)}
                 )
             elif isinstance(res, OkuriError):
-                failed.append(_failure(entry_id, from_okuri(res)))
+                failed.append(batches.failure(entry_id, from_okuri(res)))
             else:
-                failed.append(_failure(entry_id, SqsError("InternalFailure", str(res), 500, False)))
-        return _batch_result(successful, failed)
+                failed.append(
+                    batches.failure(entry_id, SqsError("InternalFailure", str(res), 500, False))
+                )
+        return batches.answer(successful, failed)
 
     # --- receiving ---------------------------------------------------------------------------
 
@@ -390,15 +393,17 @@ class SqsActions:
                 # A retry of a receive whose answer was lost, on this node or another.
                 again = await self.engine.recall_receive(name, attempt)
                 if again:
-                    return self._rendered(again, name, system_names, user_names)
+                    return deliveries.render(
+                        again, system_names, user_names, self.account_id, self.arn
+                    )
         with await self._long_poll(name, wait):
-            deliveries = await self.engine.receive(name, max_messages, visibility, wait)
-        if not deliveries:
+            delivered = await self.engine.receive(name, max_messages, visibility, wait)
+        if not delivered:
             return {}
-        out = self._rendered(deliveries, name, system_names, user_names)
+        out = deliveries.render(delivered, system_names, user_names, self.account_id, self.arn)
         if attempt is not None:
             vis = visibility if visibility is not None else attrs.visibility_timeout_s
-            await self.engine.remember_receive(name, attempt, deliveries, vis)
+            await self.engine.remember_receive(name, attempt, delivered, vis)
         return out
 
     async def _long_poll(
@@ -412,60 +417,12 @@ class SqsActions:
             wait_s = (await self._queue_attrs(name)).receive_wait_s
         return self.gate.enter("long_poll") if wait_s > 0 else contextlib.nullcontext()
 
-    def _rendered(
-        self,
-        deliveries: Sequence[Delivery],
-        queue: str,
-        system_names: Sequence[str],
-        user_names: Sequence[str],
-    ) -> dict[str, Any]:
-        return {"Messages": [self._render(d, queue, system_names, user_names) for d in deliveries]}
-
-    def _render(
-        self, d: Delivery, queue: str, system_names: Sequence[str], user_names: Sequence[str]
-    ) -> dict[str, Any]:
-        m = d.message
-        try:
-            body = m.body.decode()
-        except UnicodeDecodeError:  # binary, from the native API: SQS bodies are text
-            body = base64.b64encode(m.body).decode("ascii")
-        out: dict[str, Any] = {
-            "MessageId": m.id,
-            "ReceiptHandle": d.receipt_handle,
-            "MD5OfBody": msg.md5_of_body(body),
-            "Body": body,
-        }
-        trace = m.system_attributes.get("AWSTraceHeader")
-        system = msg.build_system_attributes(
-            sender_id=str(m.system_attributes.get(SENDER_KEY, self.account_id)),
-            sent_ms=m.sent_ms,
-            receive_count=d.receive_count,
-            first_receive_ms=d.first_receive_ms,
-            trace_header=trace.get("StringValue") if isinstance(trace, dict) else None,
-            group_id=m.group_id,
-            dedup_id=_stored_str(m.system_attributes.get(DEDUP_ID_KEY)),
-            sequence_number=d.sequence_number,
-            dead_letter_source_arn=(
-                self.arn(m.dead_letter_source) if m.dead_letter_source is not None else None
-            ),
-        )
-        chosen = msg.select_system_attributes(system, system_names)
-        if chosen:
-            out["Attributes"] = chosen
-        # Selected as stored (JSON-ready already); only what is returned is decoded, to digest.
-        user = msg.select_message_attributes(m.attributes, user_names)
-        if user:
-            digest = msg.md5_of_message_attributes(msg.decode_message_attributes(user))
-            out["MD5OfMessageAttributes"] = digest
-            out["MessageAttributes"] = user
-        return out
-
     # --- finishing ---------------------------------------------------------------------------
 
     async def delete_message(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         (result,) = await self.engine.ack(name, [p["ReceiptHandle"]])
-        err = _ack_error(result, p["ReceiptHandle"])
+        err = receipt_answers.ack_error(result, p["ReceiptHandle"])
         if err is not None:
             raise err
         return {}
@@ -475,17 +432,17 @@ class SqsActions:
     ) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         entries = p["Entries"]
-        _check_batch(entries, "DeleteMessageBatchRequestEntry")
+        batches.check(entries, "DeleteMessageBatchRequestEntry")
         results = await self.engine.ack(name, [e["ReceiptHandle"] for e in entries])
-        return _finish_batch(entries, results, _ack_error, [])
+        return batches.finish(entries, results, receipt_answers.ack_error, [])
 
     async def change_message_visibility(
         self, p: dict[str, Any], host: str, caller: str
     ) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
-        visibility = _visibility(p["VisibilityTimeout"])
+        visibility = receipt_answers.visibility_timeout(p["VisibilityTimeout"])
         (result,) = await self.engine.change_visibility(name, [(p["ReceiptHandle"], visibility)])
-        err = _visibility_error(result, p["ReceiptHandle"])
+        err = receipt_answers.visibility_error(result, p["ReceiptHandle"])
         if err is not None:
             raise err
         return {}
@@ -495,148 +452,29 @@ class SqsActions:
     ) -> dict[str, Any]:
         name = self.queue_name(p["QueueUrl"])
         entries = p["Entries"]
-        _check_batch(entries, "ChangeMessageVisibilityBatchRequestEntry")
+        batches.check(entries, "ChangeMessageVisibilityBatchRequestEntry")
         failed: list[dict[str, Any]] = []
         valid: list[tuple[dict[str, Any], int]] = []
         for entry in entries:
             try:
-                valid.append((entry, _visibility(entry.get("VisibilityTimeout", 0))))
+                valid.append(
+                    (entry, receipt_answers.visibility_timeout(entry.get("VisibilityTimeout", 0)))
+                )
             except SqsError as err:
-                failed.append(_failure(entry["Id"], err))
+                failed.append(batches.failure(entry["Id"], err))
         results = (
             await self.engine.change_visibility(name, [(e["ReceiptHandle"], v) for e, v in valid])
             if valid
             else []
         )
-        return _finish_batch([e for e, _ in valid], results, _visibility_error, failed)
+        return batches.finish(
+            [e for e, _ in valid], results, receipt_answers.visibility_error, failed
+        )
 
 
 # --- helpers -----------------------------------------------------------------------------------
 
 
-def _check_batch(entries: list[dict[str, Any]], entry_shape: str) -> None:
-    if not entries:
-        raise SqsError(
-            "EmptyBatchRequest", f"There should be at least one {entry_shape} in the request."
-        )
-    if len(entries) > limits.batch_entries_max:
-        raise SqsError(
-            "TooManyEntriesInBatchRequest",
-            f"Maximum number of entries per request are {limits.batch_entries_max}. "
-            f"You have sent {len(entries)}.",
-        )
-    seen: set[str] = set()
-    for entry in entries:
-        entry_id = entry["Id"]
-        if not BATCH_ID.fullmatch(entry_id):  # match() would admit a trailing newline
-            raise SqsError(
-                "InvalidBatchEntryId",
-                "A batch entry id can only contain alphanumeric characters, hyphens and "
-                "underscores. It can be at most 80 letters long.",
-            )
-        if entry_id in seen:
-            raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
-        seen.add(entry_id)
-
-
-def _batch_entry_bytes(entry: dict[str, Any]) -> int:
-    """What one SendMessageBatch entry counts against the batch bound: its body and its message
-    attributes' names, types and values, before they are validated (SQS counts the attributes:
-    recorded, a 1 MiB - 8 byte body with an 8-byte attribute and a 1-byte second message is
-    BatchRequestTooLong at 1048577 bytes). A value that is not base64 counts as its text."""
-    total = len(entry["MessageBody"].encode())
-    for name, value in (entry.get("MessageAttributes") or {}).items():
-        total += len(name.encode()) + len(value.get("DataType", "").encode())
-        text = value.get("StringValue")
-        if text is not None:
-            total += len(text.encode())
-        elif (blob := value.get("BinaryValue")) is not None:
-            try:
-                total += len(base64.b64decode(blob, validate=True))
-            except (binascii.Error, ValueError):
-                total += len(blob.encode())
-    return total
-
-
-def _finish_batch(
-    entries: Sequence[dict[str, Any]],
-    results: Sequence[object],
-    problem: Callable[[object, str], SqsError | None],
-    failed: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """The answer of a batch on receipt handles: `problem(result, handle)` says why an entry
-    failed (None: it succeeded); `failed` already holds the entries refused before the engine."""
-    successful = []
-    for entry, result in zip(entries, results, strict=True):
-        err = problem(result, entry["ReceiptHandle"])
-        if err is None:
-            successful.append({"Id": entry["Id"]})
-        else:
-            failed.append(_failure(entry["Id"], err))
-    return _batch_result(successful, failed)
-
-
-def _batch_result(successful: list[Any], failed: list[Any]) -> dict[str, Any]:
-    """SQS leaves `Failed` out of a batch answer when every entry succeeded."""
-    return {"Successful": successful, "Failed": failed} if failed else {"Successful": successful}
-
-
 def _sequence(result: SendResult) -> dict[str, str]:
     """A FIFO send's SequenceNumber member (none on a standard queue)."""
     return {} if result.sequence_number is None else {"SequenceNumber": result.sequence_number}
-
-
-def _stored_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _failure(entry_id: str, err: SqsError) -> dict[str, Any]:
-    return {
-        "Id": entry_id,
-        "SenderFault": err.sender_fault,
-        "Code": err.legacy_code,
-        "Message": err.message,
-    }
-
-
-def _bad_receipt(handle: str) -> SqsError:
-    shown = handle if len(handle) <= 200 else handle[:200] + "..."
-    return SqsError(
-        "ReceiptHandleIsInvalid",
-        f'The input receipt handle "{shown}" is not a valid receipt handle.',
-    )
-
-
-def _visibility(value: int) -> int:
-    if not 0 <= value <= limits.visibility_s_max:
-        raise invalid(
-            f"Value {value} for parameter VisibilityTimeout is invalid. "
-            f"Reason: Must be >= 0 and <= {limits.visibility_s_max}."
-        )
-    return value
-
-
-def _ack_error(result: object, handle: str) -> SqsError | None:
-    """Only a malformed or foreign handle and, on a FIFO queue, a lease run out are refused; a
-    delete of a message finished already succeeds, as on SQS."""
-    if isinstance(result, ReceiptHandleInvalid):
-        return _bad_receipt(handle)
-    if result == "expired":
-        return invalid(
-            f"Value {handle[:200]} for parameter ReceiptHandle is invalid. "
-            "Reason: The receipt handle has expired."
-        )
-    return None
-
-
-def _visibility_error(result: object, handle: str) -> SqsError | None:
-    if isinstance(result, ReceiptHandleInvalid):
-        return _bad_receipt(handle)
-    if result == "ok":
-        return None
-    if result == "gone":
-        return invalid(
-            f"Value {handle[:200]} for parameter ReceiptHandle is invalid. "
-            "Reason: Message does not exist or is not available for visibility timeout change.",
-        )
-    return SqsError("MessageNotInflight", "Message is not in flight.")
