@@ -11,10 +11,10 @@ What maps where:
   integer in range answers InvalidAttributeValue "Invalid value for the parameter X." (SQS's text).
   MaximumMessageSize accepts 1,024..1,048,576: SQS raised its bound to 1 MiB in 2025 (the current
   API model says so), and 1 MiB is okuri's own `limits.message_bytes_max`.
-- RedrivePolicy: `max_receive_count` and `dead_letter_queue` (the queue *name*, the ARN's last
-  component). SQS refuses a bad policy with InvalidParameterValue, not InvalidAttributeValue
-  (recorded: a non-ARN deadLetterTargetArn, a missing member and a non-numeric maxReceiveCount
-  all answer InvalidParameterValue), so okuri does too. An empty string removes the policy.
+- RedrivePolicy (parsed in `okuri.sqs.redrive_policies`): `max_receive_count` and
+  `dead_letter_queue` (the queue *name*, the ARN's last component). SQS refuses a bad policy
+  with InvalidParameterValue, not InvalidAttributeValue, so okuri does too. An empty string
+  removes the policy.
 - Policy, RedriveAllowPolicy, KmsMasterKeyId, KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled:
   stored verbatim (booleans lower-cased) in `QueueAttrs.extra`, which the engine never reads.
   An empty Policy, RedriveAllowPolicy or KmsMasterKeyId removes it; KmsDataKeyReusePeriodSeconds
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from okuri import limits
@@ -42,6 +42,13 @@ from okuri.engine import (  # QUEUE_NAME: fullmatch ("$" admits "\n")
     fifo_setting,
 )
 from okuri.sqs.messages import SqsInputError
+from okuri.sqs.redrive_policies import (
+    RedrivePolicy,
+    check_redrive_allow_policy,
+    json_object,
+    parse_redrive_policy,
+    policy_error,
+)
 
 __all__ = [
     "QUEUE_ATTRIBUTE_NAMES",
@@ -112,16 +119,11 @@ _FIFO_SCOPED = ("DeduplicationScope", "FifoThroughputLimit")
 kms_reuse_s_min = 60
 kms_reuse_s_max = 24 * 60 * 60
 kms_reuse_s_default = 300
-redrive_allow_source_arns_max = 10
 tags_per_queue_max = 50
 tag_key_chars_max = 128
 tag_value_chars_max = 256
 
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
-_QUEUE_ARN = re.compile(
-    r"arn:(aws[A-Za-z-]*):sqs:([a-z0-9-]+):([0-9]{12}):([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)"
-)
-_REDRIVE_PERMISSIONS = ("allowAll", "denyAll", "byQueue")
 _SSE_CONFLICT = (
     "You can use one type of server-side encryption (SSE) at one time. "
     "You can either enable KMS SSE or SQS SSE."
@@ -184,112 +186,6 @@ def validate_tags(
             f"Too many tags added for queue {queue}.",
         )
     return out
-
-
-# --- RedrivePolicy and RedriveAllowPolicy -------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RedrivePolicy:
-    dead_letter_target_arn: str
-    partition: str
-    region: str
-    account_id: str
-    dead_letter_queue: str  # the ARN's last component: the queue's name
-    max_receive_count: int
-
-
-def _policy_error(parameter: str, raw: str, reason: str) -> SqsInputError:
-    return SqsInputError(
-        "InvalidParameterValue",
-        f"Value {raw} for parameter {parameter} is invalid. Reason: {reason}",
-    )
-
-
-def _json_object(raw: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def parse_redrive_policy(raw: str) -> RedrivePolicy | None:
-    """A RedrivePolicy string; None for "" (which removes the policy).
-
-    maxReceiveCount may be a JSON integer or a string of digits (SQS accepts "42", recorded),
-    1..1000. The dead-letter queue's existence, and whether its region and account are this
-    queue's, are for the caller to check. Reasons quoted from SQS: "Invalid value for
-    deadLetterTargetArn." and "Redrive policy does not contain mandatory attribute: X."; the
-    others are okuri's.
-    """
-    if raw == "":
-        return None
-    policy = _json_object(raw)
-    if policy is None:
-        raise _policy_error("RedrivePolicy", raw, "Redrive policy is not a valid JSON map.")
-    for member in ("deadLetterTargetArn", "maxReceiveCount"):
-        if policy.get(member) is None:
-            raise _policy_error(
-                "RedrivePolicy",
-                raw,
-                f"Redrive policy does not contain mandatory attribute: {member}.",
-            )
-    arn = policy["deadLetterTargetArn"]
-    found = _QUEUE_ARN.fullmatch(arn) if isinstance(arn, str) else None
-    if found is None:
-        raise _policy_error("RedrivePolicy", raw, "Invalid value for deadLetterTargetArn.")
-    count = policy["maxReceiveCount"]
-    if isinstance(count, str) and _INTEGER.fullmatch(count):
-        count = int(count)
-    if (
-        isinstance(count, bool)
-        or not isinstance(count, int)
-        or not 1 <= count <= limits.max_receive_count_max
-    ):
-        raise _policy_error(
-            "RedrivePolicy",
-            raw,
-            f"Invalid value for maxReceiveCount: {policy['maxReceiveCount']}, "
-            f"valid values are from 1 to {limits.max_receive_count_max} both inclusive.",
-        )
-    partition, region, account, name = found.groups()
-    return RedrivePolicy(arn, partition, region, account, name, count)
-
-
-def _check_redrive_allow_policy(raw: str) -> None:
-    """RedriveAllowPolicy: redrivePermission allowAll|denyAll|byQueue; sourceQueueArns (1..10
-    strings) exactly when byQueue. Code as for RedrivePolicy; texts are okuri's."""
-    policy = _json_object(raw)
-    if policy is None:
-        raise _policy_error(
-            "RedriveAllowPolicy", raw, "Redrive allow policy is not a valid JSON map."
-        )
-    permission = policy.get("redrivePermission")
-    if permission not in _REDRIVE_PERMISSIONS:
-        raise _policy_error(
-            "RedriveAllowPolicy",
-            raw,
-            "redrivePermission must be one of allowAll, denyAll, byQueue.",
-        )
-    sources = policy.get("sourceQueueArns")
-    if permission == "byQueue":
-        if (
-            not isinstance(sources, list)
-            or not 1 <= len(sources) <= redrive_allow_source_arns_max
-            or not all(isinstance(s, str) for s in sources)
-        ):
-            raise _policy_error(
-                "RedriveAllowPolicy",
-                raw,
-                f"byQueue needs sourceQueueArns: 1 to {redrive_allow_source_arns_max} queue ARNs.",
-            )
-    elif sources is not None:
-        raise _policy_error(
-            "RedriveAllowPolicy",
-            raw,
-            "sourceQueueArns can be given only when redrivePermission is byQueue.",
-        )
 
 
 # --- parsing ------------------------------------------------------------------------------------
@@ -391,7 +287,7 @@ def parse_queue_attributes(
         elif name == "RedrivePolicy":
             policy = parse_redrive_policy(raw)
             if policy is not None and policy.dead_letter_queue.endswith(FIFO_SUFFIX) != fifo:
-                raise _policy_error(
+                raise policy_error(
                     "RedrivePolicy", raw, "Dead-letter target must be of same type as the source."
                 )
             fields["dead_letter_queue"] = None if policy is None else policy.dead_letter_queue
@@ -399,7 +295,7 @@ def parse_queue_attributes(
         elif name == "Policy":
             if raw == "":
                 extra.pop(name, None)
-            elif _json_object(raw) is None:
+            elif json_object(raw) is None:
                 raise _bad_value(name)
             else:
                 extra[name] = raw
@@ -407,7 +303,7 @@ def parse_queue_attributes(
             if raw == "":
                 extra.pop(name, None)
             else:
-                _check_redrive_allow_policy(raw)
+                check_redrive_allow_policy(raw)
                 extra[name] = raw
         elif name == "KmsMasterKeyId":
             if raw == "":
