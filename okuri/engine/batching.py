@@ -35,8 +35,11 @@ class Batcher(Generic[T, R]):
         gather_ms: int = 0,
     ) -> None:
         self._clock = clock
-        self.linger_s = linger_ms / 1000  # its owner may change it between flushes
-        self.gather_s = gather_ms / 1000  # this one too
+        self._linger_s = linger_ms / 1000
+        self._gather_s = gather_ms / 1000
+        # Its owner may turn pacing off between flushes: then neither the linger nor gathering
+        # holds a flush back (a flush that writes nothing of its own, such as a forward).
+        self.paced = True
         self._busy = False  # several callers shared the last flush or wait for the next
         self._flush = flush
         self._max_items = max_items
@@ -59,6 +62,16 @@ class Batcher(Generic[T, R]):
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run())
         return fut
+
+    @property
+    def linger_s(self) -> float:
+        """The least time between two flushes' starts, as things stand."""
+        return self._linger_s if self.paced else 0.0
+
+    @property
+    def gather_s(self) -> float:
+        """The least time between two flushes' starts while several callers share them."""
+        return self._gather_s if self.paced else 0.0
 
     @property
     def pending(self) -> int:

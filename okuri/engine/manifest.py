@@ -147,7 +147,6 @@ class Manifest:
             stats,
             "manifest",
         )
-        self._linger_s = linger_ms / 1000
         self._forwarding = False  # this node's own forward is out
         self._led_s = -1e18  # when a peer last forwarded a commit here
         self._counter = 0
@@ -241,9 +240,7 @@ class Manifest:
                 self._forwarding = False
             # The window caps what a node writes; a forward writes nothing, and the leader's own
             # window (and gathering) caps its commits: the next forward need not wait here.
-            here = not isinstance(forwarded, list)
-            self.committer.linger_s = self._linger_s if here else 0.0
-            self.committer.gather_s = limits.flush_gather_ms / 1000 if here else 0.0
+            self.committer.paced = not isinstance(forwarded, list)
             if isinstance(forwarded, list):
                 return _split(forwarded, batches)
             if forwarded == "maybe":
