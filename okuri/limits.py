@@ -147,6 +147,7 @@ key_bytes_max = 1024  # S3's limit, so a key valid here is valid on every adapte
 name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix
 lock_attempts_max = 100
 mkdir_attempts_max = 16
+local_prune_after_s = 30.0  # an emptied directory outlives its last delete by this much
 list_keys_max = 1000  # one ListObjectsV2 page
 
 # The native API (okuri/native/): items per produce, lease and finishing request; queues listed

@@ -11,7 +11,11 @@ Layout under `root`:
 - `root/.locks/<sha256 of key>`: empty files, flock()ed around every write of that key. Each
   acquisition opens its own file description, so threads of one process exclude each other too;
 - `.tmp*` files next to their targets: a write goes temp, fsync, os.replace, fsync(directory).
-  Entries starting with '.' are never keys, so a crash's leftovers stay invisible.
+  Entries starting with '.' are never keys, so a crash's leftovers stay invisible;
+- directories a delete left empty are removed once no delete has touched them for
+  `prune_after_s`, not at once: a queue that empties and fills again (a segment directory on
+  every send and delete) would otherwise pay a rmdir, then a mkdir and an fsync per level.
+  Empty directories are never listed, so one left behind by a stopped process is only litter.
 Reads take no lock: os.replace swaps inodes atomically and an open file keeps the inode it opened;
 they run on the event loop itself, writes (which fsync) in worker threads.
 Objects are written mode 0600: the directory is shared by okuri processes of one user, no wider.
@@ -28,11 +32,13 @@ import fcntl
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 from okuri import limits
+from okuri.clock import Clock, SystemClock
 from okuri.errors import (
     Ambiguous,
     NotFound,
@@ -115,9 +121,18 @@ def _exists(path: str) -> bool:
 
 
 class LocalStore:
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        prune_after_s: float = limits.local_prune_after_s,
+        clock: Clock | None = None,
+    ) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self._lock_dir = os.path.join(self.root, LOCK_DIR)
+        self._prune_after_s = prune_after_s
+        self._clock = clock or SystemClock()  # read from worker threads: not a loop's clock
+        self._emptied: dict[str, float] = {}  # directory -> when a delete last emptied it
+        self._emptied_lock = threading.Lock()  # deletes run in several worker threads
 
     # --- mapping -----------------------------------------------------------------------------
 
@@ -203,6 +218,28 @@ class LocalStore:
         except OSError as err:
             raise Ambiguous(f"wrote {path!r} but could not make it durable: {err}") from err
 
+    def _prune_later(self, directory: str) -> None:
+        """Note `directory` as maybe empty; prune those no delete has touched for a while."""
+        now = self._clock.monotonic_s()
+        with self._emptied_lock:
+            self._emptied.pop(directory, None)
+            self._emptied[directory] = now  # re-inserted: the dict stays in order of last touch
+            due: list[str] = []
+            for d, touched in self._emptied.items():
+                if now - touched < self._prune_after_s:
+                    break
+                due.append(d)
+            for d in due:
+                del self._emptied[d]
+        for d in due:
+            self._prune(d)
+
+    def _prune_all(self) -> None:
+        with self._emptied_lock:
+            due, self._emptied = list(self._emptied), {}
+        for d in due:
+            self._prune(d)
+
     def _prune(self, directory: str) -> None:
         """Remove directories a delete left empty, up to the root; racing writers re-create them."""
         while directory != self.root and directory.startswith(self.root + os.sep):
@@ -243,8 +280,9 @@ class LocalStore:
                 removed = False
             if removed:
                 _fsync_dir(os.path.dirname(path))
-                self._prune(os.path.dirname(path))
             os.unlink(lock_path)
+        if removed:
+            self._prune_later(os.path.dirname(path))
 
     def _list(self, prefix: str, start_after: str, limit: int) -> list[str]:
         out: list[str] = []
@@ -329,4 +367,4 @@ class LocalStore:
         await self._run(key, lambda: self._delete(key))
 
     async def close(self) -> None:
-        return None
+        await asyncio.to_thread(self._prune_all)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import threading
@@ -56,7 +57,7 @@ async def test_a_key_and_keys_below_it_coexist(tmp_path: Path) -> None:
 
 
 async def test_delete_removes_lock_files_and_empty_directories(tmp_path: Path) -> None:
-    store = LocalStore(tmp_path)
+    store = LocalStore(tmp_path, prune_after_s=0)
     await store.put_if_absent("q/seg/1", b"x")
     await store.put_if_absent("q/keep", b"x")
     await store.delete("q/seg/1")
@@ -67,6 +68,22 @@ async def test_delete_removes_lock_files_and_empty_directories(tmp_path: Path) -
     assert list((tmp_path / ".locks").iterdir()) == []
     await store.put_if_absent("q/seg/1", b"again")  # pruned directories come back on demand
     assert (await store.get("q/seg/1")).data == b"again"
+
+
+async def test_an_emptied_directory_stays_while_deletes_keep_touching_it(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path, prune_after_s=0.2)
+    for n in range(3):  # a queue that empties and fills again keeps its directory
+        await store.put_if_absent(f"q/seg/{n}", b"x")
+        await store.delete(f"q/seg/{n}")
+        assert (tmp_path / "q%" / "seg%").is_dir()
+    assert await store.list("q/") == []  # an empty directory is never a key
+    await asyncio.sleep(0.25)
+    await store.put_if_absent("o/1", b"x")
+    await store.delete("o/1")  # a later delete prunes what waited long enough...
+    assert not (tmp_path / "q%").exists()
+    assert (tmp_path / "o%").is_dir()  # ...but not what it just emptied
+    await store.close()  # and closing prunes the rest
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".locks"]
 
 
 async def test_a_missing_root_reads_as_empty(tmp_path: Path) -> None:
