@@ -123,7 +123,9 @@ class Queue:
             node.stats,
             node.node_id,
         )
-        self.sender = Sender(node.clock, self.manifest, self.slots, self.scheduler.schedule)
+        self.sender = Sender(
+            node.clock, self.manifest, self.slots, self.scheduler.schedule, self.tasks
+        )
         self.attempts = ReceiveAttempts(name, node.store, node.clock, self.manifest, self.slots)
 
     # --- wiring ------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """Sending on one node: checks, deduplication, and the hand-off of each message to the slot
 log's producer batcher.
 
-A standard queue's deduplication is a best-effort window on this node. A FIFO send waits until
-its slot is adopted, whoever adopts it, and answers from the verdict the manifest recorded
-(okuri/engine/dedup.py): its own message, or the original a duplicate stands for."""
+A standard queue's deduplication is a best-effort window on this node. A FIFO send answers as
+soon as its segment is durable when this node can tell that adoption will find no earlier
+message with its deduplication id (`SlotLog.surely_original`), and adopts the slot in the
+background. Otherwise (a retry, or slots it has not read) it waits until its slot is adopted,
+whoever adopts it, and answers from the verdict the manifest recorded (okuri/engine/dedup.py):
+its own message, or the original a duplicate stands for."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from okuri import limits
@@ -18,20 +22,27 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import Reach
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
+from okuri.engine.tasks import Tasks
 from okuri.engine.types import SendRequest, SendResult
 from okuri.errors import InvalidArgument, MessageTooLong, QueueDoesNotExist, Unavailable
 
 ScheduleFn = Callable[[QueueState, Sequence[Message]], Awaitable[None]]
 
+log = logging.getLogger(__name__)
+
 
 class Sender:
     def __init__(
-        self, clock: Clock, manifest: Manifest, slots: SlotLog, schedule: ScheduleFn
+        self, clock: Clock, manifest: Manifest, slots: SlotLog, schedule: ScheduleFn, tasks: Tasks
     ) -> None:
         self.clock = clock
         self.manifest = manifest
         self.slots = slots
         self._schedule = schedule
+        self._tasks = tasks
+        # FIFO: the last slot answered before its adoption, and of which incarnation
+        self._unadopted: tuple[str, int] = ("", -1)
+        self._adopting: asyncio.Task[None] | None = None
         # dedup id -> (the first send's result, when the window for it closes)
         self._dedup: dict[str, tuple[asyncio.Future[SendResult], int]] = {}
 
@@ -166,6 +177,15 @@ class Sender:
                 continue
             landed.append((i, message, seq, idx))
         if landed:
+            st = await self.manifest.current()
+            await self.slots.catch_up(st)
+            if all(self.slots.surely_original(st, seq, idx) for _, _, seq, idx in landed):
+                for i, message, seq, idx in landed:
+                    out[i] = SendResult(
+                        message.id, message.sent_ms, False, sequence_number(seq, idx)
+                    )
+                self._adopt_soon(st.incarnation, max(seq for _, _, seq, _ in landed))
+                return [r if r is not None else Unavailable("send not attempted") for r in out]
             try:
                 st = await self._adopted(max(seq for _, _, seq, _ in landed))
             except (QueueDoesNotExist, Unavailable) as err:
@@ -200,6 +220,25 @@ class Sender:
             group_id=req.group_id,
             dedup_key=req.dedup_id,
         )
+
+    def _adopt_soon(self, incarnation: str, seq: int) -> None:
+        """Adopt up to slot `seq` in the background, as a send waiting for it would have: its
+        messages are counted, and other nodes' receives find them, without reading the log."""
+        if self._unadopted[0] != incarnation or seq > self._unadopted[1]:
+            self._unadopted = (incarnation, seq)
+        if self._adopting is None or self._adopting.done():
+            self._adopting = self._tasks.spawn(self._adopt_quietly())
+
+    async def _adopt_quietly(self) -> None:
+        try:
+            while True:
+                st = await self.manifest.current()
+                incarnation, seq = self._unadopted
+                if incarnation != st.incarnation or seq < st.next_seq:
+                    return
+                await self._adopted(seq)
+        except (QueueDoesNotExist, Unavailable) as err:
+            log.debug("adopting the slots of %s failed: %s", self.manifest.name, err)
 
     async def _adopted(self, seq: int) -> QueueState:
         """The manifest once slot `seq` is adopted (by this node's commit, or another's)."""
