@@ -193,6 +193,29 @@ class ClosedLoop(Generic[C]):
             self.window.delete_requests += 1
             self.window.messages_deleted += ok
 
+    def _was_held(self, seconds: float) -> None:
+        if self.measuring:
+            self.window.holds += 1
+            self.window.held_s += seconds
+
+    def _group_bound(self) -> dict[str, Any] | None:
+        """FIFO: the rate the in-flight rule allows. A group's messages go to one receive at a
+        time, held until deleted, so at most min(groups, consumers) receives hold messages at
+        once; each carries what a receive got, for as long as a receive holds it."""
+        win, groups = self.window, self.workload.fifo_groups
+        got = win.receive_requests - win.empty_receives
+        if not groups or not got or not win.holds or win.held_s <= 0:
+            return None
+        holders = min(groups, self.workload.consumers)
+        per_receive = win.messages_received / got
+        hold_s = win.held_s / win.holds
+        return {
+            "holders_max": holders,
+            "messages_per_receive": round(per_receive, 2),
+            "hold_ms": round(hold_s * 1000, 2),
+            "messages_per_s": rate(holders * per_receive, hold_s),
+        }
+
     async def produce(self, producer: int) -> None:
         raise NotImplementedError
 
@@ -282,6 +305,7 @@ class ClosedLoop(Generic[C]):
                     else round(moved / server_cpu_s, 1)
                 ),
             },
+            "fifo_group_bound": self._group_bound(),
             "errors": self.errors,
             "first_error": self.first_error,
             "drain": {"seconds": round(drained_s, 2), "left_in_queue": self.backlog},
@@ -335,6 +359,7 @@ class Driver(ClosedLoop[SqsClient]):
                 await self._failed("ReceiveMessage", err)
                 continue
             messages = reply.get("Messages") or []
+            received_s = time.monotonic()
             self._was_received([m.get("Body", "") for m in messages], time.monotonic_ns())
             if not messages:
                 continue
@@ -352,6 +377,7 @@ class Driver(ClosedLoop[SqsClient]):
             if self.ledger is not None:
                 done = [messages[int(e["Id"])] for e in ok]
                 self.ledger.deleted(_facts(done), time.monotonic(), 0)
+            self._was_held(time.monotonic() - received_s)
             self._was_deleted(len(ok))
 
 

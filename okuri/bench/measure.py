@@ -62,6 +62,10 @@ class Window:
     delete_requests: int = 0
     messages_deleted: int = 0
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    # Receives that got messages, and the seconds from each one's answer to its delete's
+    # answer: how long a consumer holds what it got (on a FIFO queue, its message groups).
+    holds: int = 0
+    held_s: float = 0.0
 
 
 def make_body(producer: int, seq: int) -> str:

@@ -34,8 +34,32 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
         lambda r: r["cpu"].get("core_per_node_messages_per_s"),
         "{:.0f}",
     ),
+    (
+        "FIFO: receives holding, max",
+        lambda r: (r.get("fifo_group_bound") or {}).get("holders_max"),
+        "{:d}",
+    ),
+    (
+        "FIFO: messages per receive",
+        lambda r: (r.get("fifo_group_bound") or {}).get("messages_per_receive"),
+        "{:.1f}",
+    ),
+    (
+        "FIFO: held per receive ms",
+        lambda r: (r.get("fifo_group_bound") or {}).get("hold_ms"),
+        "{:.1f}",
+    ),
+    (
+        "FIFO: in-flight bound msgs/s",
+        lambda r: (r.get("fifo_group_bound") or {}).get("messages_per_s"),
+        "{:.0f}",
+    ),
     ("errors", lambda r: r["errors"], "{:d}"),
     ("left in queue after drain", lambda r: r["drain"]["left_in_queue"], "{:d}"),
+)
+# Rows left out when no column has them: not measured on this store or queue kind.
+OPTIONAL_ROWS = frozenset(
+    label for label, _, _ in ROWS if label == "S3 server CPU %" or label.startswith("FIFO: ")
 )
 
 
@@ -99,7 +123,7 @@ def render(result: dict[str, Any]) -> str:
     ]
     for label, get, fmt in ROWS:
         values = [get(figures) for _, figures in columns]
-        if all(v is None for v in values) and label == "S3 server CPU %":
+        if all(v is None for v in values) and label in OPTIONAL_ROWS:
             continue
         lines.append(
             label.ljust(LABEL_CHARS) + "".join(cell(fmt, v).rjust(CELL_CHARS) for v in values)
@@ -126,5 +150,12 @@ def render(result: dict[str, Any]) -> str:
         "dedicated servers. 'messages per server CPU-s' is what one server core could carry; "
         "'messages/s, a core per node' projects the rate with a core per node (the rate over "
         "the busiest node's CPU share)."
+        + (
+            " 'FIFO: in-flight bound' is what the rule that a message group goes to one receive "
+            "at a time allows: the receives that may hold groups at once, times the messages a "
+            "receive got, over how long a consumer held them (receive answered to delete answered)."
+            if c.get("fifo_groups")
+            else ""
+        )
     )
     return "\n".join(lines)

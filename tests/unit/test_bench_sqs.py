@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+import dataclasses
 import json
 import math
 import os
@@ -393,3 +394,43 @@ def test_the_drain_waits_for_a_send_that_lands_after_the_backlog_emptied() -> No
     figures = asyncio.run(driver.run(lambda: None))
     assert figures["errors"] == 0
     assert figures["drain"]["left_in_queue"] == 0 and driver.sent == driver.deleted > 0
+
+
+def test_a_fifo_run_reports_the_rate_its_in_flight_rule_allows() -> None:
+    fifo = dataclasses.replace(WORKLOAD, fifo_groups=1)
+    figures = asyncio.run(load.Driver([FakeSqs()], "http://fake/q", fifo).run(lambda: None))
+    bound = figures["fifo_group_bound"]
+    assert bound["holders_max"] == 1  # one group: one receive at a time, whatever the consumers
+    assert 0 < bound["messages_per_receive"] <= 10 and bound["hold_ms"] > 0
+    expected = bound["messages_per_receive"] / (bound["hold_ms"] / 1000)
+    assert bound["messages_per_s"] == pytest.approx(expected, rel=0.01)
+    result = {
+        "config": {
+            "producers": 2,
+            "consumers": 2,
+            "batch_entries": 10,
+            "wait_s": 0,
+            "body_bytes": 100,
+            "client": "light",
+            "fifo_groups": 1,
+            "warmup_s": 0,
+            "seconds": 1,
+            "drain_s": 1,
+            "backlog_max": 50,
+            "linger_ms": None,
+            "store": "local",
+        },
+        "okuri": [{**figures, "nodes": 1}],
+        "moto": None,
+        "machine": {"cpus": 2},
+    }
+    text = sqs_report.render(result)
+    assert "FIFO: in-flight bound msgs/s" in text and "one receive at a time" in text
+    many = dataclasses.replace(WORKLOAD, fifo_groups=50)
+    figures = asyncio.run(load.Driver([FakeSqs()], "http://fake/q", many).run(lambda: None))
+    assert figures["fifo_group_bound"]["holders_max"] == WORKLOAD.consumers
+    standard = asyncio.run(load.Driver([FakeSqs()], "http://fake/q", WORKLOAD).run(lambda: None))
+    assert standard["fifo_group_bound"] is None
+    result["config"]["fifo_groups"] = 0
+    result["okuri"] = [{**standard, "nodes": 1}]
+    assert "FIFO:" not in sqs_report.render(result)
