@@ -49,7 +49,7 @@ def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     assert main([*argv, "--client", "aiobotocore"]) == 0
     out = capsys.readouterr().out
     for label, _, _ in sqs_report.ROWS:
-        if label != "S3 server CPU %":  # only with --store s3
+        if label not in sqs_report.OPTIONAL_ROWS:  # S3 (--store s3), FIFO (--fifo-groups)
             assert label in out
     assert "aiobotocore client" in out
     assert "okuri x1" in out and "moto" not in out.split("note:")[0]
