@@ -148,6 +148,7 @@ name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix
 lock_attempts_max = 100
 mkdir_attempts_max = 16
 local_prune_after_s = 30.0  # an emptied directory outlives its last delete by this much
+local_inline_s_max = 0.002  # local writes run on the event loop only while they average less
 list_keys_max = 1000  # one ListObjectsV2 page
 
 # The native API (okuri/native/): items per produce, lease and finishing request; queues listed

@@ -177,3 +177,29 @@ def test_a_waiter_on_a_deleted_lock_file_locks_again(tmp_path: Path) -> None:
     newcomer.__exit__(None, None, None)
     thread.join(timeout=5)
     assert entered == ["waiter"]
+
+
+async def test_a_write_alone_in_flight_runs_on_the_loop_unless_writes_have_been_slow(
+    tmp_path: Path,
+) -> None:
+    store = LocalStore(tmp_path)
+    loop_thread = threading.get_ident()
+    assert await store._run("k", threading.get_ident) == loop_thread  # alone and quick
+    # A walk of a directory never runs on the loop.
+    assert await store._run("k", threading.get_ident, inline=False) != loop_thread
+    # While a call is in flight, the next goes to a thread rather than wait behind it.
+    release = threading.Event()
+    first = asyncio.ensure_future(store._run("a", lambda: release.wait(5), inline=False))
+    await asyncio.sleep(0.01)
+    assert await store._run("k", threading.get_ident) != loop_thread
+    release.set()
+    await first
+    # Calls that have lately been slow (a slow disk) keep the loop free until they are quick.
+    await store._run("k", lambda: time.sleep(0.05), inline=False)
+    assert await store._run("k", threading.get_ident) != loop_thread
+    for _ in range(30):
+        await store._run("k", lambda: None)
+    assert await store._run("k", threading.get_ident) == loop_thread
+    # And the port's writes go through it: what they do is unchanged.
+    await store.put_if_absent("q/1", b"x")
+    assert (await store.get("q/1")).data == b"x"
