@@ -194,8 +194,11 @@ async def test_a_write_alone_in_flight_runs_on_the_loop_unless_writes_have_been_
     assert await store._run("k", threading.get_ident) != loop_thread
     release.set()
     await first
-    # Calls that have lately been slow (a slow disk) keep the loop free until they are quick.
+    # A slow walk (never on the loop) does not count; writes that have lately been slow (a
+    # slow disk) keep the loop free until they are quick again.
     await store._run("k", lambda: time.sleep(0.05), inline=False)
+    assert await store._run("k", threading.get_ident) == loop_thread
+    await store._run("k", lambda: time.sleep(0.05))
     assert await store._run("k", threading.get_ident) != loop_thread
     for _ in range(30):
         await store._run("k", lambda: None)
