@@ -15,6 +15,12 @@ LABEL_CHARS = 28
 CELL_CHARS = 11
 STORE_CLASSES = ("put", "cas", "get", "list", "delete")  # okuri.store.counting.CLASSES
 
+
+def _fifo_bound(figure: str) -> Callable[[dict[str, Any]], Any]:
+    """A figure of a FIFO run's in-flight bound; None on a standard queue."""
+    return lambda r: (r.get("fifo_group_bound") or {}).get(figure)
+
+
 ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("messages/s end to end", lambda r: r["messages_per_s"], "{:.0f}"),
     ("messages/s sent", lambda r: r["sent_messages_per_s"], "{:.0f}"),
@@ -34,26 +40,10 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
         lambda r: r["cpu"].get("core_per_node_messages_per_s"),
         "{:.0f}",
     ),
-    (
-        "FIFO: receives holding, max",
-        lambda r: (r.get("fifo_group_bound") or {}).get("holders_max"),
-        "{:d}",
-    ),
-    (
-        "FIFO: messages per receive",
-        lambda r: (r.get("fifo_group_bound") or {}).get("messages_per_receive"),
-        "{:.1f}",
-    ),
-    (
-        "FIFO: held per receive ms",
-        lambda r: (r.get("fifo_group_bound") or {}).get("hold_ms"),
-        "{:.1f}",
-    ),
-    (
-        "FIFO: in-flight bound msgs/s",
-        lambda r: (r.get("fifo_group_bound") or {}).get("messages_per_s"),
-        "{:.0f}",
-    ),
+    ("FIFO: receives holding, max", _fifo_bound("holders_max"), "{:d}"),
+    ("FIFO: messages per receive", _fifo_bound("messages_per_receive"), "{:.1f}"),
+    ("FIFO: held per receive ms", _fifo_bound("hold_ms"), "{:.1f}"),
+    ("FIFO: in-flight bound msgs/s", _fifo_bound("messages_per_s"), "{:.0f}"),
     ("errors", lambda r: r["errors"], "{:d}"),
     ("left in queue after drain", lambda r: r["drain"]["left_in_queue"], "{:d}"),
 )

@@ -179,7 +179,7 @@ class Sender:
         if landed:
             st = await self.manifest.current()
             await self.slots.catch_up(st)
-            if all(self.slots.surely_original(st, seq, idx) for _, _, seq, idx in landed):
+            if self.slots.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
                 for i, message, seq, idx in landed:
                     out[i] = SendResult(
                         message.id, message.sent_ms, False, sequence_number(seq, idx)

@@ -449,30 +449,37 @@ class SlotLog:
         # An adopted slot found empty was deleted by hand or by an older okuri: nothing to match.
         self.dedup.fold(st, lambda seq: _EMPTY if seq in gone else self._held(st, seq))
 
-    def surely_original(self, st: QueueState, seq: int, idx: int) -> bool:
-        """FIFO: will adoption judge message `idx` of slot `seq` (not adopted in `st`) an
-        original, whoever adopts it? Only said when this node holds the whole window and every
-        slot from the cursor up to `seq`, and no message among them has its key.
+    def surely_original(self, st: QueueState, placed: Sequence[tuple[int, int]]) -> bool:
+        """FIFO: will adoption judge every message `placed` (slot, index; none adopted in `st`)
+        an original, whoever adopts it? Only said when this node holds the whole window and
+        every slot from the cursor up to the last of them, and no message before each one has
+        its key.
 
         A sure no-match, not the rule itself: whatever the manifest commits after `st` (a purge,
-        the window moving on) only narrows what the key is judged against, and every slot before
-        `seq` is in hand, so no adopter can find an original that is not here. A key seen at all
+        the window moving on) only narrows what a key is judged against, and every slot before
+        them is in hand, so no adopter can find an original that is not here. A key seen at all
         (a retry) is left to the manifest's verdict."""
-        if seq < st.next_seq or seq - st.next_seq >= limits.probe_segments_max:
+        last = max(seq for seq, _ in placed)
+        if min(seq for seq, _ in placed) < st.next_seq:
+            return False
+        if last - st.next_seq >= limits.probe_segments_max:
             return False
         if not self.dedup.fold(st, lambda s: self._held(st, s)):
             return False
-        run: list[Segment] = []
-        for s in range(st.next_seq, seq + 1):
+        ours = set(placed)
+        seen: set[str | None] = set()
+        for s in range(st.next_seq, last + 1):
             seg = self.known.get(s) or self.cache.get((self.name, st.incarnation, s))
             if seg is None:
                 return False
-            run.append(seg)
-        key = run[-1].messages[idx].dedup_key
-        if key is None or self.dedup.original(key) is not None:
-            return False
-        earlier = [m for seg in run[:-1] for m in seg.messages] + list(run[-1].messages[:idx])
-        return all(m.dedup_key != key for m in earlier)
+            for idx, m in enumerate(seg.messages):
+                key = m.dedup_key
+                if (s, idx) in ours and (
+                    key is None or key in seen or self.dedup.original(key) is not None
+                ):
+                    return False
+                seen.add(key)
+        return True
 
     async def reach(self, seq: int) -> None:
         """Know every slot from the cursor up to `seq`, so one commit can adopt them all."""
