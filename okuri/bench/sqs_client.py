@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from okuri.sqs.sigv4 import ALGORITHM, TERMINATOR, signing_key
+from okuri.sqs.sigv4 import signing_key
+from okuri.sqs.sigv4_claims import ALGORITHM, TERMINATOR
 
 SERVICE: Final = "sqs"
 CONTENT_TYPE: Final = "application/x-amz-json-1.0"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from okuri import errors
 from okuri.engine import MoveTaskActive, MoveTaskNotFound, NotADeadLetterQueue
-from okuri.sqs.sigv4 import AuthError
+from okuri.sqs.sigv4_errors import AuthError
 
 # Shape name -> the legacy (query protocol) code SQS sends in x-amzn-query-error.
 LEGACY_CODES = {

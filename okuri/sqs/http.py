@@ -28,7 +28,8 @@ from okuri.sqs import access, query
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.errors import SqsError, from_okuri
 from okuri.sqs.shapes import ACTIONS, UNSUPPORTED, check_request
-from okuri.sqs.sigv4 import INVALID_TOKEN_MESSAGE, AuthError, SignedRequest, verify
+from okuri.sqs.sigv4 import SignedRequest, verify
+from okuri.sqs.sigv4_errors import INVALID_TOKEN_MESSAGE, AuthError
 
 log = logging.getLogger("okuri.sqs")
 

@@ -26,7 +26,8 @@ from okuri.bench import load, measure, servers, sqs, sqs_report
 from okuri.bench.profiler import Profiler
 from okuri.bench.sqs_client import Signer
 from okuri.server.cli import main
-from okuri.sqs.sigv4 import AuthError, SignedRequest, verify
+from okuri.sqs.sigv4 import SignedRequest, verify
+from okuri.sqs.sigv4_errors import AuthError
 
 TINY = ["--seconds", "2", "--producers", "2", "--consumers", "2"]
 SHORT = ["--warmup-seconds", "0.5", "--drain-seconds", "3"]

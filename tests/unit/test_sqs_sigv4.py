@@ -26,15 +26,14 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from multidict import CIMultiDict
 
-from okuri.sqs import sigv4
-from okuri.sqs.sigv4 import (
+from okuri.sqs import sigv4, sigv4_claims
+from okuri.sqs.sigv4 import SignedRequest, verify
+from okuri.sqs.sigv4_errors import (
     EXPIRED_CODE,
     EXPIRED_STATUS,
     INVALID_TOKEN_MESSAGE,
     MISMATCH_MESSAGE,
     AuthError,
-    SignedRequest,
-    verify,
 )
 
 SIGNED_AT = datetime(2026, 1, 1, 12, 0, 0)  # naive UTC, as botocore's clock hands it out
@@ -617,7 +616,9 @@ def test_expired_request_is_refused_before_the_key_is_looked_up() -> None:
 
 def test_absurdly_long_authorization_is_refused() -> None:
     request = json_post()
-    padded = request.headers["Authorization"] + ", Padding=" + "x" * sigv4.authorization_chars_max
+    padded = (
+        request.headers["Authorization"] + ", Padding=" + "x" * sigv4_claims.authorization_chars_max
+    )
     err = rejected(with_headers(request, Authorization=padded), "IncompleteSignature")
     assert "longer than" in err.message
 
@@ -631,7 +632,7 @@ def test_absurdly_long_signed_header_is_refused() -> None:
 
 
 def test_too_many_signed_headers_are_refused() -> None:
-    many = {f"X-H{i}": "v" for i in range(sigv4.signed_headers_max)}
+    many = {f"X-H{i}": "v" for i in range(sigv4_claims.signed_headers_max)}
     rejected(sign(headers={**JSON_HEADERS, **many}, data=JSON_BODY), "IncompleteSignature")
 
 
