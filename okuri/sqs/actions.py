@@ -34,6 +34,7 @@ from okuri.sqs import (
     receipt_answers,
     tags,
 )
+from okuri.sqs import message_attributes as ma
 from okuri.sqs import messages as msg
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import (
@@ -130,8 +131,8 @@ class SqsActions:
         header SQS would refuse as that attribute (a character outside XML) refuses the send."""
         if trace_header and action in TRACED_ACTIONS:  # an empty header traces nothing
             trace = {"DataType": "String", "StringValue": trace_header}
-            checked = msg.validate_system_attributes({msg.TRACE_HEADER: trace}, operation=action)
-            params = {**params, TRACE_PARAM: msg.encode_message_attributes(checked)}
+            checked = ma.validate_system_attributes({msg.TRACE_HEADER: trace}, operation=action)
+            params = {**params, TRACE_PARAM: ma.encode_message_attributes(checked)}
         return await self._handlers[action](params, host, caller)
 
     # --- naming ------------------------------------------------------------------------------
@@ -260,14 +261,14 @@ class SqsActions:
         """Validate one message as SQS does; returns the engine request and the MD5 members."""
         body = entry["MessageBody"]
         msg.validate_body(body)
-        user = msg.validate_message_attributes(
+        user = ma.validate_message_attributes(
             entry.get("MessageAttributes") or {}, operation=operation
         )
-        system = msg.validate_system_attributes(
+        system = ma.validate_system_attributes(
             entry.get("MessageSystemAttributes") or {}, operation=operation
         )
         msg.validate_message_group_id(entry.get("MessageGroupId"))
-        size = len(body.encode()) + msg.message_attributes_bytes(user)
+        size = len(body.encode()) + ma.message_attributes_bytes(user)
         if size > attrs.max_message_bytes:
             # SQS words it differently in a batch entry (recorded).
             verdict = "cannot be validated" if operation == "SendMessageBatch" else "are invalid"
@@ -289,7 +290,7 @@ class SqsActions:
             md5s["MD5OfMessageSystemAttributes"] = msg.md5_of_system_attributes(system)
         stored_system = {
             **(trace or {}),  # the header's trace, unless the message gives its own
-            **msg.encode_message_attributes(system),
+            **ma.encode_message_attributes(system),
             deliveries.SENDER_KEY: caller,
         }
         group_id, dedup_id = entry.get("MessageGroupId"), entry.get("MessageDeduplicationId")
@@ -301,7 +302,7 @@ class SqsActions:
         request = SendRequest(
             body=body.encode(),
             delay_s=delay,
-            attributes=msg.encode_message_attributes(user),
+            attributes=ma.encode_message_attributes(user),
             system_attributes=stored_system,
             group_id=group_id,
             dedup_id=dedup_id,

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from okuri.engine import DEDUP_ID_ATTRIBUTE, Delivery
+from okuri.sqs import message_attributes as ma
 from okuri.sqs import messages as msg
 
 SENDER_KEY = "okuri.sender"  # where a message keeps the access key id that sent it
@@ -62,9 +63,9 @@ def _render(
     if chosen:
         out["Attributes"] = chosen
     # Selected as stored (JSON-ready already); only what is returned is decoded, to digest.
-    user = msg.select_message_attributes(m.attributes, user_names)
+    user = ma.select_message_attributes(m.attributes, user_names)
     if user:
-        digest = msg.md5_of_message_attributes(msg.decode_message_attributes(user))
+        digest = msg.md5_of_message_attributes(ma.decode_message_attributes(user))
         out["MD5OfMessageAttributes"] = digest
         out["MessageAttributes"] = user
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from okuri.sqs import message_attributes as ma
 from okuri.sqs import messages as m
 from okuri.sqs.messages import SqsInputError
 
@@ -105,7 +106,7 @@ PUBLISHED_VECTORS: list[tuple[str, dict[str, tuple[str, str | bytes]], str]] = [
 def test_attribute_digest_matches_what_sqs_returned(
     attrs: dict[str, tuple[str, str | bytes]], expected: str
 ) -> None:
-    normalised = m.validate_message_attributes(as_wire(attrs))
+    normalised = ma.validate_message_attributes(as_wire(attrs))
     assert m.md5_of_message_attributes(normalised) == expected
     assert reference_md5(attrs) == expected  # the reference itself is right
 
@@ -114,7 +115,7 @@ def random_attributes(rng: random.Random) -> dict[str, tuple[str, str | bytes]]:
     letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
     text_pool = "aZ09 \t\n\r~é€漢\U0001f600\ud7ff\ue000\ufffd\U0010ffff"
     out: dict[str, tuple[str, str | bytes]] = {}
-    for _ in range(rng.randint(1, m.attributes_per_message_max)):
+    for _ in range(rng.randint(1, ma.attributes_per_message_max)):
         name = "".join(rng.choice(letters) for _ in range(rng.randint(1, 12)))
         if rng.random() < 0.3:
             name += "." + "".join(rng.choice(letters) for _ in range(rng.randint(1, 5)))
@@ -138,7 +139,7 @@ def random_attributes(rng: random.Random) -> dict[str, tuple[str, str | bytes]]:
 @pytest.mark.parametrize("seed", range(40))
 def test_attribute_digest_agrees_with_independent_implementations(seed: int) -> None:
     attrs = random_attributes(random.Random(seed))
-    normalised = m.validate_message_attributes(as_wire(attrs))
+    normalised = ma.validate_message_attributes(as_wire(attrs))
     ours = m.md5_of_message_attributes(normalised)
     assert ours == reference_md5(attrs)
     moto_models = pytest.importorskip("moto.sqs.models")
@@ -166,7 +167,7 @@ def test_binary_and_string_of_the_same_bytes_digest_differently() -> None:
 
 def test_system_attribute_digest_uses_the_same_algorithm() -> None:
     header = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
-    system = m.validate_system_attributes(
+    system = ma.validate_system_attributes(
         {"AWSTraceHeader": {"DataType": "String", "StringValue": header}}
     )
     assert m.md5_of_system_attributes(system) == reference_md5(
@@ -238,14 +239,14 @@ def s(value: str, data_type: str = "String") -> dict[str, Any]:
 
 def refused(attrs: Any, code: str = "InvalidParameterValue") -> str:
     with pytest.raises(SqsInputError) as err:
-        m.validate_message_attributes(attrs)
+        ma.validate_message_attributes(attrs)
     assert err.value.code == code
     return err.value.message
 
 
 def test_ten_attributes_pass_and_eleven_are_refused_with_sqs_text() -> None:
     ten = {f"a{i}": s("v") for i in range(10)}
-    assert len(m.validate_message_attributes(ten)) == 10
+    assert len(ma.validate_message_attributes(ten)) == 10
     message = refused({**ten, "a10": s("v")})
     assert message == "Number of message attributes [11] exceeds the allowed maximum [10]."
 
@@ -258,7 +259,7 @@ def test_ten_attributes_pass_and_eleven_are_refused_with_sqs_text() -> None:
     ],
 )
 def test_attribute_names_accepted(name: str) -> None:
-    assert list(m.validate_message_attributes({name: s("v")})) == [name]
+    assert list(ma.validate_message_attributes({name: s("v")})) == [name]
 
 
 @pytest.mark.parametrize(
@@ -298,12 +299,12 @@ def test_data_types_accepted(data_type: str) -> None:
         if data_type.startswith("Binary")
         else s("1", data_type)
     )
-    assert m.validate_message_attributes({"a": value})["a"]["DataType"] == data_type
+    assert ma.validate_message_attributes({"a": value})["a"]["DataType"] == data_type
 
 
 def test_data_type_length_bound_is_256() -> None:
-    at_bound = "String." + "x" * (m.attribute_type_chars_max - len("String."))
-    m.validate_message_attributes({"a": s("v", at_bound)})
+    at_bound = "String." + "x" * (ma.attribute_type_chars_max - len("String."))
+    ma.validate_message_attributes({"a": s("v", at_bound)})
     refused({"a": s("v", at_bound + "x")})
 
 
@@ -362,7 +363,7 @@ def test_values_that_do_not_fit_their_type_are_refused(value: Any) -> None:
 @pytest.mark.parametrize("listed", [[], ["x"]])
 def test_list_values_are_refused_as_sqs_refuses_them(member: str, listed: list[str]) -> None:
     with pytest.raises(SqsInputError) as err:
-        m.validate_message_attributes(
+        ma.validate_message_attributes(
             {"a": {**s("v"), member: listed}}, operation="SendMessageBatch"
         )
     assert err.value.code == "UnsupportedOperation"
@@ -372,14 +373,14 @@ def test_list_values_are_refused_as_sqs_refuses_them(member: str, listed: list[s
 
 
 def test_list_members_given_as_null_are_ignored() -> None:
-    out = m.validate_message_attributes(
+    out = ma.validate_message_attributes(
         {"a": {**s("v"), "StringListValues": None, "BinaryListValues": None}}
     )
     assert out == {"a": s("v")}
 
 
 def test_binary_values_are_decoded_from_base64_and_bytes_pass_through() -> None:
-    out = m.validate_message_attributes(
+    out = ma.validate_message_attributes(
         {
             "b64": {"DataType": "Binary", "BinaryValue": base64.b64encode(b"\x00\xff").decode()},
             "raw": {"DataType": "Binary.raw", "BinaryValue": b"\x01"},
@@ -447,7 +448,7 @@ NUMBERS_OUT_OF_RANGE = [
 
 @pytest.mark.parametrize("text", NUMBERS_ACCEPTED)
 def test_numbers_accepted(text: str) -> None:
-    assert m.validate_message_attributes({"n": s(text, "Number")}) == {"n": s(text, "Number")}
+    assert ma.validate_message_attributes({"n": s(text, "Number")}) == {"n": s(text, "Number")}
 
 
 @pytest.mark.parametrize("text", NUMBERS_NOT_NUMBERS)
@@ -463,24 +464,24 @@ def test_numbers_beyond_precision_or_range_refused(text: str) -> None:
 
 @pytest.mark.parametrize("attrs", [None, {}])
 def test_no_attributes_is_an_empty_map(attrs: Any) -> None:
-    assert m.validate_message_attributes(attrs) == {}
+    assert ma.validate_message_attributes(attrs) == {}
 
 
 def test_a_non_map_is_refused_naming_the_field() -> None:
     with pytest.raises(SqsInputError) as err:
-        m.validate_message_attributes(["a"], field="Entries.1.MessageAttributes")
+        ma.validate_message_attributes(["a"], field="Entries.1.MessageAttributes")
     assert "Entries.1.MessageAttributes" in err.value.message
 
 
 def test_attribute_bytes_count_name_type_and_value() -> None:
-    attrs = m.validate_message_attributes(
+    attrs = ma.validate_message_attributes(
         {"nämé"[:1] + "x": s("€uro"), "bin": {"DataType": "Binary.x", "BinaryValue": "AAEC"}}
     )
     expected = (len("nx") + len("String") + len("€uro".encode())) + (
         len("bin") + len("Binary.x") + 3
     )
-    assert m.message_attributes_bytes(attrs) == expected
-    assert m.message_attributes_bytes({}) == 0
+    assert ma.message_attributes_bytes(attrs) == expected
+    assert ma.message_attributes_bytes({}) == 0
 
 
 # --- system attributes --------------------------------------------------------------------------
@@ -488,10 +489,10 @@ def test_attribute_bytes_count_name_type_and_value() -> None:
 
 def test_trace_header_is_the_one_accepted_system_attribute() -> None:
     header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
-    out = m.validate_system_attributes({"AWSTraceHeader": s(header)})
+    out = ma.validate_system_attributes({"AWSTraceHeader": s(header)})
     assert out == {"AWSTraceHeader": s(header)}
-    assert m.validate_system_attributes(None) == {}
-    assert m.validate_system_attributes({}) == {}
+    assert ma.validate_system_attributes(None) == {}
+    assert ma.validate_system_attributes({}) == {}
 
 
 @pytest.mark.parametrize(
@@ -509,7 +510,7 @@ def test_trace_header_is_the_one_accepted_system_attribute() -> None:
 )
 def test_other_system_attributes_are_refused(attrs: Any) -> None:
     with pytest.raises(SqsInputError) as err:
-        m.validate_system_attributes(attrs)
+        ma.validate_system_attributes(attrs)
     assert err.value.code == "InvalidParameterValue"
 
 
@@ -544,14 +545,14 @@ STORED = {
     ],
 )
 def test_message_attribute_selection(requested: list[str] | None, expected: set[str]) -> None:
-    chosen = m.select_message_attributes(STORED, requested)
+    chosen = ma.select_message_attributes(STORED, requested)
     assert set(chosen) == expected
     assert all(chosen[n] == STORED[n] for n in chosen)
 
 
 def test_selection_digest_covers_only_what_is_returned() -> None:
     wire = {"General": s("Kenobi"), "Hello": s("There"), "Help.Me": s("Me")}
-    chosen = m.select_message_attributes(wire, ["Hello"])
+    chosen = ma.select_message_attributes(wire, ["Hello"])
     assert m.md5_of_message_attributes(chosen) == "a311262e065454b75da111d535b8dacd"
 
 
@@ -629,12 +630,12 @@ def test_system_attribute_names_of_the_wrong_shape_are_refused(names: Any) -> No
 
 
 def test_encode_turns_binary_into_base64_and_decode_reverses_it() -> None:
-    normalised = m.validate_message_attributes(
+    normalised = ma.validate_message_attributes(
         {"s": s("v"), "b": {"DataType": "Binary.x", "BinaryValue": "AP8="}}
     )
-    wire = m.encode_message_attributes(normalised)
+    wire = ma.encode_message_attributes(normalised)
     assert wire == {"s": s("v"), "b": {"DataType": "Binary.x", "BinaryValue": "AP8="}}
-    assert m.decode_message_attributes(wire) == normalised
+    assert ma.decode_message_attributes(wire) == normalised
     assert normalised["b"]["BinaryValue"] == b"\x00\xff"  # the input was not mutated
 
 
