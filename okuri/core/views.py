@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from okuri import limits
 from okuri.core.state import Lease as LeaseTuple
 from okuri.core.state import QueueState
 
@@ -65,3 +66,9 @@ def has_visible(st: QueueState, now_ms: int) -> bool:
         if seg.remaining() > sum(1 for lease in seg.leases.values() if lease[1] > now_ms):
             return True
     return False
+
+
+def adoption_room(st: QueueState) -> int:
+    """How many slots one commit may adopt: what the manifest has room for, at most a probe's
+    worth."""
+    return min(limits.manifest_segments_max - len(st.segments), limits.probe_segments_max)

@@ -176,7 +176,7 @@ class Receiver:
         st = await self.manifest.current()
         if st.attrs.fifo:
             # Adopting needs the deduplication window's ids; loading, the next slots' groups.
-            await self.slots.catch_up(st, max_messages + limits.adopt_margin_messages)
+            await self.slots.fifo.catch_up(st, max_messages + limits.adopt_margin_messages)
         visible = counts(st, self.clock.now_ms()).visible
         if max_messages > visible:
             await self.slots.discover(max_messages - visible, paced=True)

@@ -2,7 +2,8 @@
 
 - `Manifest` (manifest.py): the cached manifest and group commit of every change to it;
 - `SlotLog` (slot_log.py): segments appended by this node's producers, and discovery of slots
-  written through other nodes;
+  written through other nodes; within it `FifoSlots` (fifo_slots.py), a FIFO queue's adoption
+  against the deduplication window;
 - `Receiver` (leases.py): leases, the lease-ahead buffer, long-poll waiters;
 - `Finisher` (finishing.py): deletes, visibility changes, dead letters;
 - `Sender` (sending.py): send checks and the deduplication window;
@@ -240,7 +241,7 @@ class Queue:
             # Adopting judges duplicates against every id of the window: read what is needed,
             # as this node does before its own receives and FIFO sends.
             wanted = wanted_messages(req.ops)
-            await self.slots.catch_up(st, wanted)
+            await self.slots.fifo.catch_up(st, wanted)
             reach = max((op.seq for op in req.ops if isinstance(op, Reach)), default=-1)
             if reach >= st.next_seq:
                 await self.slots.reach(reach)

@@ -3,10 +3,10 @@ log's producer batcher.
 
 A standard queue's deduplication is a best-effort window on this node. A FIFO send answers as
 soon as its segment is durable when this node can tell that adoption will find no earlier
-message with its deduplication id (`SlotLog.surely_original`), and adopts the slot in the
-background. Otherwise (a retry, or slots it has not read) it waits until its slot is adopted,
-whoever adopts it, and answers from the verdict the manifest recorded (okuri/engine/dedup.py):
-its own message, or the original a duplicate stands for."""
+message with its deduplication id (`FifoSlots.surely_original`, fifo_slots.py), and adopts the
+slot in the background. Otherwise (a retry, or slots it has not read) it waits until its slot
+is adopted, whoever adopts it, and answers from the verdict the manifest recorded
+(okuri/engine/dedup.py): its own message, or the original a duplicate stands for."""
 
 from __future__ import annotations
 
@@ -178,8 +178,8 @@ class Sender:
             landed.append((i, message, seq, idx))
         if landed:
             st = await self.manifest.current()
-            await self.slots.catch_up(st)
-            if self.slots.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
+            await self.slots.fifo.catch_up(st)
+            if self.slots.fifo.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
                 for i, message, seq, idx in landed:
                     out[i] = SendResult(
                         message.id, message.sent_ms, False, sequence_number(seq, idx)
@@ -244,7 +244,7 @@ class Sender:
         """The manifest once slot `seq` is adopted (by this node's commit, or another's)."""
         for _ in range(limits.fifo_send_commits_max):
             st = await self.manifest.current()
-            await self.slots.catch_up(st)  # judging, and answering, need the window's ids
+            await self.slots.fifo.catch_up(st)  # judging, and answering, need the window's ids
             if seq < st.next_seq:
                 return st
             await self.slots.reach(seq)
@@ -253,7 +253,7 @@ class Sender:
 
     def _fifo_result(self, st: QueueState, message: Message, seq: int, idx: int) -> SendResult:
         assert message.dedup_key is not None
-        first = self.slots.dedup.original(message.dedup_key)
+        first = self.slots.fifo.dedup.original(message.dedup_key)
         if not st.dups.get(seq, 0) >> idx & 1:
             # No verdict says duplicate. A slot a purge stepped over was never judged, though:
             # the window's fold judged it as adoption would have, and an earlier original it

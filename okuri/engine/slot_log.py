@@ -33,11 +33,11 @@ from okuri.core.message import (
 )
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueState
-from okuri.core.transitions import Adopt, Grant, Lease, Load, Op, Reach
-from okuri.core.views import counts
+from okuri.core.transitions import Adopt, Grant, Lease, Op, Reach
+from okuri.core.views import adoption_room, counts
 from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
-from okuri.engine.dedup import DedupIndex
+from okuri.engine.fifo_slots import FifoSlots
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import backoff, retrying
 from okuri.engine.tasks import Tasks
@@ -53,8 +53,6 @@ from okuri.errors import (
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
-
-_EMPTY = Segment("gone", ())
 
 
 class SlotLog:
@@ -94,7 +92,7 @@ class SlotLog:
         # most one GET a second here.
         self.poll_ms = limits.poll_ms_min
         self.last_found_s = -1e18
-        self.dedup = DedupIndex()  # FIFO queues only
+        self.fifo = FifoSlots(name, clock, cache, self.known, self.read_slot)  # FIFO queues only
         self.producer: Batcher[Message, tuple[int, int]] = Batcher(
             clock,
             linger_ms,
@@ -112,7 +110,7 @@ class SlotLog:
         self.known.clear()
         self.hinted.clear()
         self.head_hint = 0
-        self.dedup.reset()
+        self.fifo.reset()
 
     def installed(self, st: QueueState) -> None:
         self.head_hint = max(self.head_hint, st.next_seq)
@@ -364,122 +362,25 @@ class SlotLog:
     def adopt_ops(self, st: QueueState, ops: Sequence[Op]) -> list[Op]:
         """Adopt known slots from the cursor up, only while the manifest has fewer visible
         messages than `ops` will lease (and a margin), or up to a slot a FIFO send waits on:
-        a deep backlog stays in its segments.
-
-        A FIFO queue's slots are adopted only by a node that has taken in every slot of the
-        deduplication window, with its verdict on each message (okuri/engine/dedup.py)."""
+        a deep backlog stays in its segments. A FIFO queue's adoption is `FifoSlots.adopt_ops`."""
         wanted = wanted_messages(ops)
         reach = max((op.seq for op in ops if isinstance(op, Reach)), default=-1)
         if not wanted and reach < st.next_seq:
             return []
-        if st.attrs.fifo and not self.dedup.fold(st, lambda seq: self._held(st, seq)):
-            return []  # a slot of the window not read here yet: `catch_up` first
+        if st.attrs.fifo:
+            return self.fifo.adopt_ops(st, wanted, reach)
         visible = counts(st, self.clock.now_ms()).visible
-        room = min(limits.manifest_segments_max - len(st.segments), limits.probe_segments_max)
-        if not st.attrs.fifo:
-            adopts: list[Op] = []
-            seq = st.next_seq
-            while (visible < wanted or seq <= reach) and len(adopts) < room:
-                adopt = self._adoptable(seq)
-                if adopt is None:
-                    break
-                adopts.append(adopt)
-                visible += adopt.count - len(adopt.delays)
-                seq += 1
-            return adopts
-        run: list[tuple[int, Segment]] = []
+        room = adoption_room(st)
+        adopts: list[Op] = []
         seq = st.next_seq
-        while seq in self.known and (visible < wanted or seq <= reach) and len(run) < room:
-            seg = self.known[seq]
-            run.append((seq, seg))
-            visible += len(seg.messages) - len(seg.delays())
+        while (visible < wanted or seq <= reach) and len(adopts) < room:
+            adopt = self._adoptable(seq)
+            if adopt is None:
+                break
+            adopts.append(adopt)
+            visible += adopt.count - len(adopt.delays)
             seq += 1
-        masks = self.dedup.judge(run)
-        fifo_adopts: list[Op] = [
-            Adopt(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.delays(), seg.groups(), mask)
-            for (seq, seg), mask in zip(run, masks, strict=True)
-        ]
-        return fifo_adopts + self._loads(st, wanted, dict(run), masks)
-
-    def _loads(
-        self, st: QueueState, wanted: int, adopting: dict[int, Segment], masks: list[int]
-    ) -> list[Op]:
-        """FIFO: load adopted slots from the first not loaded, while leases want messages."""
-        if not wanted:
-            return []
-        first_new = st.next_seq
-        end = first_new + len(adopting)
-        visible = counts(st, self.clock.now_ms()).visible
-        room = limits.manifest_segments_max - len(st.segments)
-        loads: list[Op] = []
-        seq = st.load_seq
-        while seq < end and visible < wanted and len(loads) < min(room, limits.probe_segments_max):
-            seg = adopting.get(seq) or self._held(st, seq)
-            if seg is None:
-                break  # not read here yet: `catch_up` reads it before the next commit
-            dups = masks[seq - first_new] if seq >= first_new else st.dups.get(seq, 0)
-            loads.append(
-                Load(seq, seg.sid, len(seg.messages), seg.sent_ms, seg.groups(), seg.delays())
-            )
-            visible += len(seg.messages) - dups.bit_count()
-            seq += 1
-        return loads
-
-    def _held(self, st: QueueState, seq: int) -> Segment | None:
-        """An adopted slot's segment if this node holds it (the window keeps finished ones)."""
-        return self.cache.get((self.name, st.incarnation, seq))
-
-    async def catch_up(self, st: QueueState, load_messages: int = 0) -> None:
-        """FIFO: read the adopted slots of the deduplication window this node has not seen,
-        and the first slots not yet loaded, up to about `load_messages` messages."""
-        have, seq = 0, st.load_seq
-        end = min(st.next_seq, st.load_seq + limits.fifo_load_ahead_slots)
-        while have < load_messages and seq < end:
-            seg = self._held(st, seq) or await self.read_slot(st.incarnation, seq)
-            have += len(seg.messages) if seg is not None else 0
-            seq += 1
-        missing = self.dedup.missing(st)
-        gone: set[int] = set()
-        for start in range(missing.start, missing.stop, limits.probe_parallel_max):
-            stop = min(start + limits.probe_parallel_max, missing.stop)
-            segs = await asyncio.gather(
-                *(self.read_slot(st.incarnation, s) for s in range(start, stop))
-            )
-            gone.update(s for s, seg in zip(range(start, stop), segs, strict=True) if seg is None)
-        # An adopted slot found empty was deleted by hand or by an older okuri: nothing to match.
-        self.dedup.fold(st, lambda seq: _EMPTY if seq in gone else self._held(st, seq))
-
-    def surely_original(self, st: QueueState, placed: Sequence[tuple[int, int]]) -> bool:
-        """FIFO: will adoption judge every message `placed` (slot, index; none adopted in `st`)
-        an original, whoever adopts it? Only said when this node holds the whole window and
-        every slot from the cursor up to the last of them, and no message before each one has
-        its key.
-
-        A sure no-match, not the rule itself: whatever the manifest commits after `st` (a purge,
-        the window moving on) only narrows what a key is judged against, and every slot before
-        them is in hand, so no adopter can find an original that is not here. A key seen at all
-        (a retry) is left to the manifest's verdict."""
-        last = max(seq for seq, _ in placed)
-        if min(seq for seq, _ in placed) < st.next_seq:
-            return False
-        if last - st.next_seq >= limits.probe_segments_max:
-            return False
-        if not self.dedup.fold(st, lambda s: self._held(st, s)):
-            return False
-        ours = set(placed)
-        seen: set[str | None] = set()
-        for s in range(st.next_seq, last + 1):
-            seg = self.known.get(s) or self.cache.get((self.name, st.incarnation, s))
-            if seg is None:
-                return False
-            for idx, m in enumerate(seg.messages):
-                key = m.dedup_key
-                if (s, idx) in ours and (
-                    key is None or key in seen or self.dedup.original(key) is not None
-                ):
-                    return False
-                seen.add(key)
-        return True
+        return adopts
 
     async def reach(self, seq: int) -> None:
         """Know every slot from the cursor up to `seq`, so one commit can adopt them all."""
