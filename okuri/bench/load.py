@@ -49,6 +49,7 @@ ERROR_PAUSE_S = 0.05  # after a failed request, so a broken server is not hammer
 BACKLOG_POLL_S = 0.25
 CANCEL_S = 10.0  # bound on waiting for cancelled request tasks to unwind
 PRODUCER_STOP_SLACK_S = 5.0
+CALLS = ("SendMessageBatch", "ReceiveMessage", "DeleteMessageBatch")  # timed per call and node
 
 BACKLOG_DEFAULT_MIN = 200
 
@@ -193,6 +194,10 @@ class ClosedLoop(Generic[C]):
             self.window.delete_requests += 1
             self.window.messages_deleted += ok
 
+    def _was_called(self, action: str, worker: int, seconds: float) -> None:
+        if self.measuring:
+            self.window.called(action, worker % len(self.clients), seconds)
+
     def _was_held(self, seconds: float) -> None:
         if self.measuring:
             self.window.holds += 1
@@ -305,6 +310,10 @@ class ClosedLoop(Generic[C]):
                     else round(moved / server_cpu_s, 1)
                 ),
             },
+            "call_p50_ms": {a: win.call_p50_ms(a) for a in CALLS},
+            "call_p50_ms_by_node": {
+                a: [win.call_p50_ms(a, node) for node in range(len(self.clients))] for a in CALLS
+            },
             "fifo_group_bound": self._group_bound(),
             "errors": self.errors,
             "first_error": self.first_error,
@@ -335,11 +344,13 @@ class Driver(ClosedLoop[SqsClient]):
                 continue
             entries = [self.workload.entry(producer, seq + k, k) for k in range(self.batch)]
             seq += self.batch
+            start_s = time.monotonic()
             try:
                 reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
             except Exception as err:  # any failure is counted and reported, never fatal
                 await self._failed("SendMessageBatch", err)
                 continue
+            self._was_called("SendMessageBatch", producer, time.monotonic() - start_s)
             ok = self._succeeded("SendMessageBatch", reply)
             if self.ledger is not None:
                 self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
@@ -360,6 +371,8 @@ class Driver(ClosedLoop[SqsClient]):
                 continue
             messages = reply.get("Messages") or []
             received_s = time.monotonic()
+            if messages:
+                self._was_called("ReceiveMessage", consumer, received_s - sent_s)
             self._was_received([m.get("Body", "") for m in messages], time.monotonic_ns())
             if not messages:
                 continue
@@ -368,11 +381,13 @@ class Driver(ClosedLoop[SqsClient]):
             entries = [
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
             ]
+            deleting_s = time.monotonic()
             try:
                 reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
             except Exception as err:
                 await self._failed("DeleteMessageBatch", err)
                 continue
+            self._was_called("DeleteMessageBatch", consumer, time.monotonic() - deleting_s)
             ok = self._succeeded("DeleteMessageBatch", reply)
             if self.ledger is not None:
                 done = [messages[int(e["Id"])] for e in ok]

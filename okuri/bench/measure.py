@@ -37,6 +37,12 @@ class LatencyHistogram:
         self.samples += 1
         self.max_s = max(self.max_s, seconds)
 
+    def merge(self, other: LatencyHistogram) -> None:
+        for bucket, n in other._counts.items():
+            self._counts[bucket] = self._counts.get(bucket, 0) + n
+        self.samples += other.samples
+        self.max_s = max(self.max_s, other.max_s)
+
     def percentile_ms(self, q: float) -> float | None:
         """The q-quantile (0 < q <= 1), to within half a bucket (0.5%); None with no samples."""
         if not self.samples:
@@ -66,6 +72,23 @@ class Window:
     # answer: how long a consumer holds what it got (on a FIFO queue, its message groups).
     holds: int = 0
     held_s: float = 0.0
+    # Each call's round trip as its client saw it, by action and by the node it went to (a
+    # receive only when it got messages: a long poll that waited out its time says nothing).
+    calls: dict[str, dict[int, LatencyHistogram]] = field(default_factory=dict)
+
+    def called(self, action: str, node: int, seconds: float) -> None:
+        self.calls.setdefault(action, {}).setdefault(node, LatencyHistogram()).add(seconds)
+
+    def call_p50_ms(self, action: str, node: int | None = None) -> float | None:
+        """The median round trip of `action` on `node`, or over all nodes; None if not made."""
+        by_node = self.calls.get(action) or {}
+        if node is not None:
+            hist = by_node.get(node)
+            return None if hist is None else rounded(hist.percentile_ms(0.5), 2)
+        merged = LatencyHistogram()
+        for hist in by_node.values():
+            merged.merge(hist)
+        return rounded(merged.percentile_ms(0.5), 2)
 
 
 def make_body(producer: int, seq: int) -> str:

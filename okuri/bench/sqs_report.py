@@ -21,6 +21,12 @@ def _fifo_bound(figure: str) -> Callable[[dict[str, Any]], Any]:
     return lambda r: (r.get("fifo_group_bound") or {}).get(figure)
 
 
+def _call_p50(action: str) -> Callable[[dict[str, Any]], Any]:
+    """The median round trip of one call as the load's clients saw it (a receive: one that got
+    messages); None where the run did not time calls."""
+    return lambda r: (r.get("call_p50_ms") or {}).get(action)
+
+
 ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("messages/s end to end", lambda r: r["messages_per_s"], "{:.0f}"),
     ("messages/s sent", lambda r: r["sent_messages_per_s"], "{:.0f}"),
@@ -28,6 +34,9 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("ReceiveMessage req/s", lambda r: r["receive_requests_per_s"], "{:.0f}"),
     ("DeleteMessageBatch req/s", lambda r: r["delete_requests_per_s"], "{:.0f}"),
     ("empty receives", lambda r: r["empty_receives"], "{:d}"),
+    ("SendMessageBatch p50 ms", _call_p50("SendMessageBatch"), "{:.1f}"),
+    ("ReceiveMessage p50 ms (got)", _call_p50("ReceiveMessage"), "{:.1f}"),
+    ("DeleteMessageBatch p50 ms", _call_p50("DeleteMessageBatch"), "{:.1f}"),
     ("send->receive p50 ms", lambda r: r["latency_ms"]["p50"], "{:.1f}"),
     ("send->receive p99 ms", lambda r: r["latency_ms"]["p99"], "{:.1f}"),
     ("server CPU % (all nodes)", lambda r: r["cpu"]["server_percent"], "{:.0f}"),
@@ -72,6 +81,9 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
         lines.append(label.ljust(LABEL_CHARS) + "".join(get(n).rjust(CELL_CHARS) for n in nodes))
 
     row("CPU %", lambda n: cell("{:.0f}", n.get("cpu_percent")))
+    by_node = run.get("call_p50_ms_by_node") or {}
+    for action, label in _NODE_CALLS:
+        row(label, _node_call_cell(by_node.get(action) or []))
     row("manifest commits", lambda n: cell("{:d}", n.get("manifest_commits")))
     row(
         "manifest conflicts",
@@ -86,6 +98,21 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
     for cls in [*classes, *extra]:
         row(f"store {cls} requests", _store_cell(cls))
     return lines
+
+
+_NODE_CALLS = (
+    ("SendMessageBatch", "SendMessageBatch p50 ms"),
+    ("ReceiveMessage", "ReceiveMessage p50 ms (got)"),
+    ("DeleteMessageBatch", "DeleteMessageBatch p50 ms"),
+)
+
+
+def _node_call_cell(per_node: list[Any]) -> Callable[[dict[str, Any]], str]:
+    def get(node: dict[str, Any]) -> str:
+        i = node["node"]
+        return cell("{:.1f}", per_node[i] if 0 <= i < len(per_node) else None)
+
+    return get
 
 
 def _event(node: dict[str, Any], name: str) -> str:

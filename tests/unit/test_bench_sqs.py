@@ -109,6 +109,10 @@ def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_
     header = next(x for x in text.splitlines() if "okuri x1" in x)
     assert "okuri x2" in header and "moto" not in header
     assert "okuri x2, per node" in text
+    deletes = [x for x in text.splitlines() if x.startswith("DeleteMessageBatch p50 ms")]
+    # The runs' row (a column per node count), then each run's row (a column per node).
+    assert [len(x.split()) - 3 for x in deletes] == [2, 1, 2]
+    assert all(float(v) > 0 for x in deletes for v in x.split()[3:])
     conflicts = next(x for x in text.splitlines() if x.startswith("manifest conflicts"))
     assert conflicts.split()[2:] and all(
         cell == "n/a" or cell.isdigit() for cell in conflicts.split()[2:]
@@ -221,13 +225,16 @@ class FakeSqs:
     """An in-memory stand-in for an SQS client that also fails on purpose: the first call of
     each action raises, and every fifth batch has one entry refused."""
 
-    def __init__(self, queue: deque[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self, queue: deque[tuple[str, str]] | None = None, delay_s: float = 0.001
+    ) -> None:
         self.queue: deque[tuple[str, str]] = deque() if queue is None else queue
+        self.delay_s = delay_s
         self.calls: dict[str, int] = {}
         self.next_handle = 0
 
     async def _call(self, action: str) -> int:
-        await asyncio.sleep(0.001)  # yield, as a network round trip would
+        await asyncio.sleep(self.delay_s)  # yield, as a network round trip would
         n = self.calls[action] = self.calls.get(action, 0) + 1
         if n == 1:
             raise RuntimeError(f"{action} refused once")
@@ -280,6 +287,23 @@ def test_driver_spreads_producers_and_consumers_over_every_client() -> None:
     assert figures["messages_deleted"] > 0
     for client in clients:
         assert client.calls["send"] > 1 and client.calls["receive"] > 1
+
+
+def test_each_calls_round_trip_is_timed_per_node() -> None:
+    shared: deque[tuple[str, str]] = deque()
+    clients = [FakeSqs(shared, delay_s=0.001), FakeSqs(shared, delay_s=0.02)]  # node 1 slow
+    figures = asyncio.run(load.Driver(clients, "http://fake/q", WORKLOAD).run(lambda: None))
+    by_node = figures["call_p50_ms_by_node"]
+    for action in load.CALLS:
+        fast, slow = by_node[action]
+        assert fast is not None and slow is not None
+        assert fast < 10 <= 20 <= slow < 200, (action, fast, slow)
+        assert fast <= figures["call_p50_ms"][action] <= slow
+    run = {"nodes": 2, **figures, "per_node": [{"node": 0}, {"node": 1}]}
+    rows = sqs_report._per_node_rows(run)
+    delete_row = next(line for line in rows if line.startswith("DeleteMessageBatch p50 ms"))
+    fast_cell, slow_cell = (float(x) for x in delete_row.split()[-2:])
+    assert fast_cell < 10 <= 20 <= slow_cell
 
 
 class Hook:
