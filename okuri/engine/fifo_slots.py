@@ -77,10 +77,10 @@ class FifoSlots:
         first_new = st.next_seq
         end = first_new + len(adopting)
         visible = counts(st, self.clock.now_ms()).visible
-        room = limits.manifest_segments_max - len(st.segments)
+        room = adoption_room(st)
         loads: list[Op] = []
         seq = st.load_seq
-        while seq < end and visible < wanted and len(loads) < min(room, limits.probe_segments_max):
+        while seq < end and visible < wanted and len(loads) < room:
             seg = adopting.get(seq) or self._held(st, seq)
             if seg is None:
                 break  # not read here yet: `catch_up` reads it before the next commit
