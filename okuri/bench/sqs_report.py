@@ -21,6 +21,14 @@ def _fifo_bound(figure: str) -> Callable[[dict[str, Any]], Any]:
     return lambda r: (r.get("fifo_group_bound") or {}).get(figure)
 
 
+# The calls timed per call and node, with their rows' labels (a receive: one that got messages).
+_CALL_ROWS = (
+    ("SendMessageBatch", "SendMessageBatch p50 ms"),
+    ("ReceiveMessage", "ReceiveMessage p50 ms (got)"),
+    ("DeleteMessageBatch", "DeleteMessageBatch p50 ms"),
+)
+
+
 def _call_p50(action: str) -> Callable[[dict[str, Any]], Any]:
     """The median round trip of one call as the load's clients saw it (a receive: one that got
     messages); None where the run did not time calls."""
@@ -34,9 +42,7 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("ReceiveMessage req/s", lambda r: r["receive_requests_per_s"], "{:.0f}"),
     ("DeleteMessageBatch req/s", lambda r: r["delete_requests_per_s"], "{:.0f}"),
     ("empty receives", lambda r: r["empty_receives"], "{:d}"),
-    ("SendMessageBatch p50 ms", _call_p50("SendMessageBatch"), "{:.1f}"),
-    ("ReceiveMessage p50 ms (got)", _call_p50("ReceiveMessage"), "{:.1f}"),
-    ("DeleteMessageBatch p50 ms", _call_p50("DeleteMessageBatch"), "{:.1f}"),
+    *((label, _call_p50(action), "{:.1f}") for action, label in _CALL_ROWS),
     ("send->receive p50 ms", lambda r: r["latency_ms"]["p50"], "{:.1f}"),
     ("send->receive p99 ms", lambda r: r["latency_ms"]["p99"], "{:.1f}"),
     ("server CPU % (all nodes)", lambda r: r["cpu"]["server_percent"], "{:.0f}"),
@@ -82,7 +88,7 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
 
     row("CPU %", lambda n: cell("{:.0f}", n.get("cpu_percent")))
     by_node = run.get("call_p50_ms_by_node") or {}
-    for action, label in _NODE_CALLS:
+    for action, label in _CALL_ROWS:
         row(label, _node_call_cell(by_node.get(action) or []))
     row("manifest commits", lambda n: cell("{:d}", n.get("manifest_commits")))
     row(
@@ -98,13 +104,6 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
     for cls in [*classes, *extra]:
         row(f"store {cls} requests", _store_cell(cls))
     return lines
-
-
-_NODE_CALLS = (
-    ("SendMessageBatch", "SendMessageBatch p50 ms"),
-    ("ReceiveMessage", "ReceiveMessage p50 ms (got)"),
-    ("DeleteMessageBatch", "DeleteMessageBatch p50 ms"),
-)
 
 
 def _node_call_cell(per_node: list[Any]) -> Callable[[dict[str, Any]], str]:

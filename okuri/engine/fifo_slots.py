@@ -50,7 +50,7 @@ class FifoSlots:
     def adopt_ops(self, st: QueueState, wanted: int, reach: int) -> list[Op]:
         """Adopt known slots from the cursor up, judging each message against the window, and
         load adopted ones while leases want messages; nothing until the whole window is in."""
-        if not self.dedup.fold(st, lambda seq: self._held(st, seq)):
+        if not self._window_held(st):
             return []  # a slot of the window not read here yet: `catch_up` first
         visible = counts(st, self.clock.now_ms()).visible
         room = adoption_room(st)
@@ -92,6 +92,10 @@ class FifoSlots:
             seq += 1
         return loads
 
+    def _window_held(self, st: QueueState) -> bool:
+        """Has this node taken in every slot of the deduplication window (folded into the index)?"""
+        return self.dedup.fold(st, lambda seq: self._held(st, seq))
+
     def _held(self, st: QueueState, seq: int) -> Segment | None:
         """An adopted slot's segment if this node holds it (the window keeps finished ones)."""
         return self.cache.get((self.name, st.incarnation, seq))
@@ -130,12 +134,12 @@ class FifoSlots:
             return False
         if last - st.next_seq >= limits.probe_segments_max:
             return False
-        if not self.dedup.fold(st, lambda s: self._held(st, s)):
+        if not self._window_held(st):
             return False
         ours = set(placed)
         seen: set[str | None] = set()
         for s in range(st.next_seq, last + 1):
-            seg = self.known.get(s) or self.cache.get((self.name, st.incarnation, s))
+            seg = self.known.get(s) or self._held(st, s)
             if seg is None:
                 return False
             for idx, m in enumerate(seg.messages):

@@ -98,10 +98,6 @@ def _translate(err: OSError, key: str) -> StoreError:
     return Transient(f"local store I/O error on {key!r}: {err}")
 
 
-def _untimed(fn: Callable[[], T]) -> T:
-    return fn()
-
-
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -361,7 +357,9 @@ class LocalStore:
         try:
             if alone:
                 return self._timed(fn)
-            return await asyncio.to_thread(self._timed if inline else _untimed, fn)
+            if not inline:
+                return await asyncio.to_thread(fn)
+            return await asyncio.to_thread(self._timed, fn)
         except OSError as err:
             raise _translate(err, key) from err
         finally:
