@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -53,6 +54,7 @@ BACKLOG_MAX = 1_000_000
 FIFO_GROUPS_MAX = 100_000
 NODES_MAX = 8  # okuri serve processes at once
 NODE_COUNTS_MAX = 8  # entries in --nodes
+ROUNDS_MAX = 10  # passes over --nodes
 
 CLIENTS = ("light", "aiobotocore")
 STORES = ("local", "s3")
@@ -77,6 +79,7 @@ def measure(opts: Options) -> dict[str, Any]:
     else:
         store = "local directory (a fresh tmp per node count)"
     return {
+        "rounds": summarize_rounds(okuri, opts.rounds),
         "config": {
             "producers": w.producers,
             "consumers": w.consumers,
@@ -90,6 +93,7 @@ def measure(opts: Options) -> dict[str, Any]:
             "body_bytes": BODY_BYTES,
             "linger_ms": opts.linger_ms,
             "nodes": list(opts.nodes) if opts.endpoint is None else [1],
+            "rounds": opts.rounds,
             "client": opts.client,
             "store": store,
         },
@@ -100,6 +104,39 @@ def measure(opts: Options) -> dict[str, Any]:
         },
         "okuri": okuri,
         "moto": moto,
+    }
+
+
+def summarize_rounds(runs: list[dict[str, Any]], rounds: int) -> dict[str, Any] | None:
+    """With several rounds: each node count's median rate, and each count's rate over the
+    first count's, round by round (measured minutes apart on the same machine, so a ratio
+    taken within a round is fairer than one between medians when the machine's speed drifts).
+
+    None with one round: the runs' own columns say it all."""
+    if rounds < 2 or not runs:
+        return None
+    rates: dict[int, list[float]] = {}
+    for run in runs:
+        rates.setdefault(run["nodes"], []).append(float(run["messages_per_s"]))
+    base_count = runs[0]["nodes"]
+    ratios: dict[int, list[float | None]] = {}
+    for count, rate_list in rates.items():
+        if count == base_count:
+            continue
+        ratios[count] = [
+            round(rate / base, 2) if base > 0 else None
+            for rate, base in zip(rate_list, rates[base_count], strict=False)
+        ]
+    return {
+        "base_nodes": base_count,
+        "messages_per_s": {str(c): r for c, r in rates.items()},
+        "median_messages_per_s": {str(c): round(statistics.median(r), 1) for c, r in rates.items()},
+        "ratio_to_base": {str(c): r for c, r in ratios.items()},
+        "median_ratio_to_base": {
+            str(c): round(statistics.median(known), 2) if known else None
+            for c, r in ratios.items()
+            for known in [[x for x in r if x is not None]]
+        },
     }
 
 
@@ -193,6 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run on a FIFO queue with N message groups (default 0: a standard queue)",
     )
+    add(
+        "--rounds",
+        type=bounded(int, 1, ROUNDS_MAX),
+        default=1,
+        help="measure the node counts this many times, alternating (1,3,1,3,...), and print "
+        "medians and each round's ratio to the first count: on a noisy machine one run each "
+        "says little",
+    )
     add("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -216,6 +261,7 @@ def options(args: argparse.Namespace) -> Options:
         linger_ms=args.linger_ms,
         peer=args.peer,
         nodes=args.nodes or (1,),
+        rounds=args.rounds,
         store=args.store,
         client=args.client,
         endpoint=args.endpoint.rstrip("/") if args.endpoint else None,
@@ -243,6 +289,8 @@ def _usage_errors(args: argparse.Namespace) -> str | None:
         return "--profile with --endpoint needs --server-pid"
     if args.profile is not None and args.nodes is not None and len(args.nodes) > 1:
         return "--profile samples the first node of one run: give one node count"
+    if args.rounds > 1 and (external or args.profile is not None):
+        return "--rounds applies only to servers this command starts, unprofiled"
     return None
 
 

@@ -76,11 +76,18 @@ def _store_cell(cls: str) -> Callable[[dict[str, Any]], str]:
     return lambda node: cell("{:d}", (node.get("store_requests") or {}).get(cls))
 
 
+def run_name(run: dict[str, Any]) -> str:
+    """A run's column: its node count, and its round when the counts were measured in rounds."""
+    if run.get("round"):
+        return f"x{run['nodes']} #{run['round']}"
+    return f"okuri x{run['nodes']}"
+
+
 def _per_node_rows(run: dict[str, Any]) -> list[str]:
     nodes = run.get("per_node") or []
     if not nodes:
         return []
-    head = f"okuri x{run['nodes']}, per node".ljust(LABEL_CHARS)
+    head = f"{run_name(run)}, per node".ljust(LABEL_CHARS)
     lines = [head + "".join(f"node {n['node']}".rjust(CELL_CHARS) for n in nodes)]
 
     def row(label: str, get: Callable[[dict[str, Any]], str]) -> None:
@@ -106,6 +113,23 @@ def _per_node_rows(run: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _round_lines(rounds: dict[str, Any] | None) -> list[str]:
+    """Medians over the rounds, and each node count's rate over the first count's per round."""
+    if not rounds:
+        return []
+    medians = rounds["median_messages_per_s"]
+    base = rounds["base_nodes"]
+    lines = [
+        f"over {len(next(iter(rounds['messages_per_s'].values())))} rounds, median messages/s "
+        "end to end: " + ", ".join(f"okuri x{c} {v:.0f}" for c, v in medians.items())
+    ]
+    for count, ratios in rounds["ratio_to_base"].items():
+        each = ", ".join(cell("{:.2f}", r) for r in ratios)
+        median = cell("{:.2f}", rounds["median_ratio_to_base"][count])
+        lines.append(f"okuri x{count}/okuri x{base} round by round: {each}; median {median}")
+    return [*lines, ""]
+
+
 def _node_call_cell(per_node: list[Any]) -> Callable[[dict[str, Any]], str]:
     def get(node: dict[str, Any]) -> str:
         i = node["node"]
@@ -123,7 +147,7 @@ def render(result: dict[str, Any]) -> str:
     linger = "server default" if c["linger_ms"] is None else f"{c['linger_ms']} ms"
     runs: list[dict[str, Any]] = result["okuri"]
     moto = result["moto"]
-    columns = [(f"okuri x{r['nodes']}", r) for r in runs]
+    columns = [(run_name(r), r) for r in runs]
     if moto:
         columns.append(("moto", moto))
     lines = [
@@ -149,10 +173,11 @@ def render(result: dict[str, Any]) -> str:
         per_node = _per_node_rows(run)
         if per_node:
             lines += [*per_node, ""]
+    lines += _round_lines(result.get("rounds"))
     for run in runs:
         if run.get("ratio_to_moto") is not None:
             lines.append(
-                f"okuri x{run['nodes']}/moto, messages/s end to end: {run['ratio_to_moto']:.2f}x"
+                f"{run_name(run)}/moto, messages/s end to end: {run['ratio_to_moto']:.2f}x"
             )
     for name, figures in columns:
         if figures.get("first_error"):

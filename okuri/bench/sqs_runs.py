@@ -65,6 +65,7 @@ class Options:
     linger_ms: int | None
     peer: bool
     nodes: tuple[int, ...] = (1,)
+    rounds: int = 1  # passes over `nodes`, alternating
     store: str = "local"
     client: str = "light"
     endpoint: str | None = None
@@ -288,8 +289,7 @@ def run_nodes(
 
     `store_pid` is the S3 server's process, when the store is a bucket on one started here."""
     extra_env = {} if opts.linger_ms is None else {"OKURI_LINGER_MS": str(opts.linger_ms)}
-    rundir = workdir / f"nodes-{count}"
-    rundir.mkdir()
+    rundir = Path(tempfile.mkdtemp(prefix=f"nodes-{count}-", dir=workdir))  # one per round
     with cluster(count, store, rundir, extra_env) as nodes:
         pids = [n.pid for n in nodes if n.pid is not None]
         target = Target(
@@ -326,13 +326,17 @@ def run_okuri(opts: Options, workdir: Path) -> list[dict[str, Any]]:
         moto = None
         if opts.store == "s3":
             moto = stack.enter_context(moto_server(workdir, "moto-s3"))
-        for count in opts.nodes:
-            if moto is not None:
-                store = bucket_store(moto.endpoint, f"okuri-bench-{os.getpid()}-{len(runs)}")
-                runs.append(run_nodes(count, store, opts, workdir, moto.process.pid))
-            else:
-                store = StoreSpec(data_dir=Path(tempfile.mkdtemp(prefix="data-", dir=workdir)))
-                runs.append(run_nodes(count, store, opts, workdir))
+        for round_ in range(1, opts.rounds + 1):
+            for count in opts.nodes:
+                if moto is not None:
+                    store = bucket_store(moto.endpoint, f"okuri-bench-{os.getpid()}-{len(runs)}")
+                    run = run_nodes(count, store, opts, workdir, moto.process.pid)
+                else:
+                    data_dir = Path(tempfile.mkdtemp(prefix="data-", dir=workdir))
+                    run = run_nodes(count, StoreSpec(data_dir=data_dir), opts, workdir)
+                if opts.rounds > 1:
+                    run["round"] = round_
+                runs.append(run)
     return runs
 
 

@@ -89,11 +89,14 @@ def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_clien
 def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_requests(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["--nodes", "1,2", "--seconds", "1.5", "--producers", "2", "--consumers", "2"]
-    assert sqs.cli_main([*argv, *SHORT, "--no-peer", "--json"]) == 0
+    argv = ["--nodes", "1,2", "--rounds", "2", "--seconds", "1.5", "--producers", "2"]
+    assert sqs.cli_main([*argv, "--consumers", "2", *SHORT, "--no-peer", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["config"]["nodes"] == [1, 2]
-    assert [run["nodes"] for run in result["okuri"]] == [1, 2]
+    # Two rounds, alternating, each on fresh nodes and a fresh store.
+    assert [(run["nodes"], run["round"]) for run in result["okuri"]] == [
+        (1, 1), (2, 1), (1, 2), (2, 2)
+    ]  # fmt: skip
     for run in result["okuri"]:
         assert_moved_messages(run)
         assert run["server"]["exit_code"] == 0
@@ -105,13 +108,18 @@ def test_bench_sqs_over_one_then_two_nodes_reports_each_nodes_commits_and_store_
             assert set(node["store_requests"]) >= {"put", "cas", "get"}
         # The producers and consumers were spread: every node took writes.
         assert all(n["store_requests"]["put"] > 0 for n in run["per_node"])
+    rates = [run["messages_per_s"] for run in result["okuri"]]
+    assert result["rounds"]["ratio_to_base"] == {
+        "2": [round(rates[1] / rates[0], 2), round(rates[3] / rates[2], 2)]
+    }
     text = sqs_report.render(result)
-    header = next(x for x in text.splitlines() if "okuri x1" in x)
-    assert "okuri x2" in header and "moto" not in header
-    assert "okuri x2, per node" in text
+    header = next(x for x in text.splitlines() if "x1 #1" in x)
+    assert "x2 #2" in header and "moto" not in header
+    assert "x2 #1, per node" in text and "x2 #2, per node" in text
+    assert "okuri x2/okuri x1 round by round: " in text
     deletes = [x for x in text.splitlines() if x.startswith("DeleteMessageBatch p50 ms")]
-    # The runs' row (a column per node count), then each run's row (a column per node).
-    assert [len(x.split()) - 3 for x in deletes] == [2, 1, 2]
+    # The runs' row (a column per run), then each run's row (a column per node).
+    assert [len(x.split()) - 3 for x in deletes] == [4, 1, 2, 1, 2]
     assert all(float(v) > 0 for x in deletes for v in x.split()[3:])
     conflicts = next(x for x in text.splitlines() if x.startswith("manifest conflicts"))
     assert conflicts.split()[2:] and all(
@@ -167,6 +175,10 @@ def test_bench_sqs_drives_a_running_server_given_its_endpoint(
         ["--endpoint", "http://127.0.0.1:1", "--nodes", "2"],
         ["--endpoint", "http://127.0.0.1:1", "--store", "s3"],
         ["--endpoint", "http://127.0.0.1:1", "--profile", "out.txt"],
+        ["--rounds", "0"],
+        ["--rounds", "11"],
+        ["--rounds", "2", "--endpoint", "http://127.0.0.1:1"],
+        ["--rounds", "2", "--profile", "out.txt"],
     ],
 )
 def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> None:
@@ -459,3 +471,43 @@ def test_a_fifo_run_reports_the_rate_its_in_flight_rule_allows() -> None:
     result["config"]["fifo_groups"] = 0
     result["okuri"] = [{**standard, "nodes": 1}]
     assert "FIFO:" not in sqs_report.render(result)
+
+
+def test_rounds_report_each_counts_median_and_its_ratio_to_the_first_count_round_by_round() -> None:
+    figures = asyncio.run(load.Driver([FakeSqs()], "http://fake/q", WORKLOAD).run(lambda: None))
+    rates = [(1, 1, 1000.0), (3, 1, 1100.0), (1, 2, 2000.0), (3, 2, 1800.0), (1, 3, 1500.0),
+             (3, 3, 1500.0)]  # fmt: skip
+    runs = [{**figures, "nodes": n, "round": r, "messages_per_s": v} for n, r, v in rates]
+    summary = sqs.summarize_rounds(runs, 3)
+    assert summary is not None
+    assert summary["base_nodes"] == 1
+    assert summary["median_messages_per_s"] == {"1": 1500.0, "3": 1500.0}
+    # Ratios are taken within each round: 1.1, 0.9, 1.0, whose median is 1.0.
+    assert summary["ratio_to_base"] == {"3": [1.1, 0.9, 1.0]}
+    assert summary["median_ratio_to_base"] == {"3": 1.0}
+    assert sqs.summarize_rounds(runs[:2], 1) is None
+    result = {
+        "rounds": summary,
+        "config": {
+            "producers": 2,
+            "consumers": 2,
+            "batch_entries": 10,
+            "wait_s": 0,
+            "body_bytes": 100,
+            "client": "light",
+            "warmup_s": 0,
+            "seconds": 1,
+            "drain_s": 1,
+            "backlog_max": 50,
+            "linger_ms": None,
+            "store": "local",
+        },
+        "okuri": runs,
+        "moto": None,
+        "machine": {"cpus": 2},
+    }
+    text = sqs_report.render(result).splitlines()
+    header = next(x for x in text if "x1 #1" in x)
+    assert header.split() == [f"{c}" for r in "123" for c in ("x1", f"#{r}", "x3", f"#{r}")]
+    assert "over 3 rounds, median messages/s end to end: okuri x1 1500, okuri x3 1500" in text
+    assert "okuri x3/okuri x1 round by round: 1.10, 0.90, 1.00; median 1.00" in text
