@@ -36,7 +36,7 @@ from okuri.bench.ledger import Ledger
 from okuri.bench.measure import (
     Window,
     error_line,
-    machine_busy_s,
+    machine_cpu,
     make_body,
     percent,
     rate,
@@ -86,6 +86,9 @@ class Workload:
     # 0: a standard queue; N: a FIFO queue whose messages spread over N message groups (each
     # with its own deduplication id), to compare with the standard queue under the same load.
     fifo_groups: int = 0
+    # Each producer is a sequential client instead: send a batch, receive, delete what came,
+    # in turn (an application's round trip, one call at a time); no consumers run apart.
+    sequential: bool = False
 
     def queue_request(self, name: str) -> dict[str, Any]:
         """CreateQueue's parameters for the queue this workload runs on."""
@@ -227,24 +230,32 @@ class ClosedLoop(Generic[C]):
     async def consume(self, consumer: int) -> None:
         raise NotImplementedError
 
+    async def cycle(self, worker: int) -> None:
+        """A sequential client (`Workload.sequential`); surfaces without one refuse it."""
+        raise NotImplementedError
+
     async def run(
         self, server_cpu_s: Callable[[], float | None], hooks: Sequence[WindowHook] = ()
     ) -> dict[str, Any]:
         w = self.workload
-        producers = [asyncio.ensure_future(self.produce(p)) for p in range(w.producers)]
-        consumers = [asyncio.ensure_future(self.consume(c)) for c in range(w.consumers)]
+        if w.sequential:
+            producers = [asyncio.ensure_future(self.cycle(p)) for p in range(w.producers)]
+            consumers = []
+        else:
+            producers = [asyncio.ensure_future(self.produce(p)) for p in range(w.producers)]
+            consumers = [asyncio.ensure_future(self.consume(c)) for c in range(w.consumers)]
         open_hooks: list[WindowHook] = []
         try:
             await asyncio.sleep(w.warmup_s)
             for hook in hooks:
                 await hook.opened()
                 open_hooks.append(hook)
-            cpu0, client0, busy0 = server_cpu_s(), time.process_time(), machine_busy_s()
+            cpu0, client0, machine0 = server_cpu_s(), time.process_time(), machine_cpu()
             t0 = time.monotonic()
             self.measuring = True
             await asyncio.sleep(w.seconds)
             self.measuring = False
-            cpu1, client1, busy1 = server_cpu_s(), time.process_time(), machine_busy_s()
+            cpu1, client1, machine1 = server_cpu_s(), time.process_time(), machine_cpu()
             t1 = time.monotonic()
             while open_hooks:
                 await open_hooks.pop(0).closed()
@@ -253,6 +264,8 @@ class ClosedLoop(Generic[C]):
                 await asyncio.wait_for(
                     asyncio.gather(*producers), w.drain_s + w.wait_s + PRODUCER_STOP_SLACK_S
                 )
+            if w.sequential:  # the sequential clients have stopped: drain as consumers
+                consumers = [asyncio.ensure_future(self.consume(c)) for c in range(w.producers)]
             # A send in flight when producing stopped may land after a delete emptied the
             # backlog: judge emptiness again now that every producer has returned.
             if self.backlog == 0:
@@ -269,10 +282,12 @@ class ClosedLoop(Generic[C]):
         window_s = t1 - t0
         server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         client_cpu = client1 - client0
-        others = None
-        if busy0 is not None and busy1 is not None:
-            others = max(0.0, busy1 - busy0 - client_cpu - (server_cpu or 0.0))
-        return self._figures(window_s, server_cpu, client_cpu, others, drained_s)
+        others = stolen = None
+        if machine0 is not None and machine1 is not None:
+            busy = machine1.busy_s - machine0.busy_s
+            others = max(0.0, busy - client_cpu - (server_cpu or 0.0))
+            stolen = machine1.stolen_s - machine0.stolen_s
+        return self._figures(window_s, server_cpu, client_cpu, others, stolen, drained_s)
 
     def _figures(
         self,
@@ -280,6 +295,7 @@ class ClosedLoop(Generic[C]):
         server_cpu_s: float | None,
         client_cpu_s: float,
         others_cpu_s: float | None,
+        stolen_cpu_s: float | None,
         drained_s: float,
     ) -> dict[str, Any]:
         win = self.window
@@ -304,6 +320,7 @@ class ClosedLoop(Generic[C]):
                 "server_percent": percent(server_cpu_s, window_s),
                 "client_percent": percent(client_cpu_s, window_s) or 0.0,
                 "other_processes_percent": percent(others_cpu_s, window_s),
+                "stolen_percent": percent(stolen_cpu_s, window_s),
                 "server_messages_per_cpu_s": (
                     None
                     if not server_cpu_s or server_cpu_s <= 0
@@ -342,58 +359,74 @@ class Driver(ClosedLoop[SqsClient]):
         while self.producing:
             if not await self._room_to_send():
                 continue
-            entries = [self.workload.entry(producer, seq + k, k) for k in range(self.batch)]
+            await self._send(client, producer, seq)
             seq += self.batch
-            start_s = time.monotonic()
-            try:
-                reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as err:  # any failure is counted and reported, never fatal
-                await self._failed("SendMessageBatch", err)
-                continue
-            self._was_called("SendMessageBatch", producer, time.monotonic() - start_s)
-            ok = self._succeeded("SendMessageBatch", reply)
-            if self.ledger is not None:
-                self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
-            self._was_sent(len(ok))
 
     async def consume(self, consumer: int) -> None:
         client = self._client(consumer)
         while True:
-            sent_s = time.monotonic()
-            try:
-                reply = await client.receive_message(
-                    QueueUrl=self.queue_url,
-                    MaxNumberOfMessages=self.batch,
-                    WaitTimeSeconds=self.workload.wait_s,
-                )
-            except Exception as err:
-                await self._failed("ReceiveMessage", err)
-                continue
-            messages = reply.get("Messages") or []
-            received_s = time.monotonic()
-            if messages:
-                self._was_called("ReceiveMessage", consumer, received_s - sent_s)
-            self._was_received([m.get("Body", "") for m in messages], time.monotonic_ns())
-            if not messages:
-                continue
-            if self.ledger is not None:
-                self.ledger.delivered(_facts(messages), sent_s, 0)
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            deleting_s = time.monotonic()
-            try:
-                reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
-            except Exception as err:
-                await self._failed("DeleteMessageBatch", err)
-                continue
-            self._was_called("DeleteMessageBatch", consumer, time.monotonic() - deleting_s)
-            ok = self._succeeded("DeleteMessageBatch", reply)
-            if self.ledger is not None:
-                done = [messages[int(e["Id"])] for e in ok]
-                self.ledger.deleted(_facts(done), time.monotonic(), 0)
-            self._was_held(time.monotonic() - received_s)
-            self._was_deleted(len(ok))
+            await self._receive_and_delete(client, consumer)
+
+    async def cycle(self, worker: int) -> None:
+        """Send a batch, then receive once and delete what came, as one application doing one
+        call at a time would, until producing stops (consumers then drain what is left)."""
+        client = self._client(worker)
+        seq = 0
+        while self.producing:
+            await self._send(client, worker, seq)
+            seq += self.batch
+            await self._receive_and_delete(client, worker)
+
+    async def _send(self, client: SqsClient, producer: int, seq: int) -> None:
+        entries = [self.workload.entry(producer, seq + k, k) for k in range(self.batch)]
+        start_s = time.monotonic()
+        try:
+            reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        except Exception as err:  # any failure is counted and reported, never fatal
+            await self._failed("SendMessageBatch", err)
+            return
+        self._was_called("SendMessageBatch", producer, time.monotonic() - start_s)
+        ok = self._succeeded("SendMessageBatch", reply)
+        if self.ledger is not None:
+            self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
+        self._was_sent(len(ok))
+
+    async def _receive_and_delete(self, client: SqsClient, consumer: int) -> None:
+        sent_s = time.monotonic()
+        try:
+            reply = await client.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=self.batch,
+                WaitTimeSeconds=self.workload.wait_s,
+            )
+        except Exception as err:
+            await self._failed("ReceiveMessage", err)
+            return
+        messages = reply.get("Messages") or []
+        received_s = time.monotonic()
+        if messages:
+            self._was_called("ReceiveMessage", consumer, received_s - sent_s)
+        self._was_received([m.get("Body", "") for m in messages], time.monotonic_ns())
+        if not messages:
+            return
+        if self.ledger is not None:
+            self.ledger.delivered(_facts(messages), sent_s, 0)
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+        ]
+        deleting_s = time.monotonic()
+        try:
+            reply = await client.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        except Exception as err:
+            await self._failed("DeleteMessageBatch", err)
+            return
+        self._was_called("DeleteMessageBatch", consumer, time.monotonic() - deleting_s)
+        ok = self._succeeded("DeleteMessageBatch", reply)
+        if self.ledger is not None:
+            done = [messages[int(e["Id"])] for e in ok]
+            self.ledger.deleted(_facts(done), time.monotonic(), 0)
+        self._was_held(time.monotonic() - received_s)
+        self._was_deleted(len(ok))
 
 
 def _facts(messages: Sequence[dict[str, Any]]) -> list[tuple[str, str, str]]:

@@ -116,11 +116,22 @@ def process_cpu_s(pid: int) -> float | None:
     return (utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
-def machine_busy_s() -> float | None:
-    """CPU seconds every process on this machine has used since boot (Linux /proc; else None).
+@dataclass(frozen=True)
+class MachineCpu:
+    """CPU seconds this machine has spent since boot (Linux /proc/stat): `busy` on any process
+    or the kernel, and `stolen`, the time its virtual CPUs wanted to run and the host ran
+    something else (counted apart: not busy here, but not available either)."""
+
+    busy_s: float
+    stolen_s: float
+
+
+def machine_cpu() -> MachineCpu | None:
+    """This machine's CPU so far (Linux /proc; else None).
 
     The machine may be shared: busy time that is neither the server's nor the load generator's
-    is someone else's, and it is printed so a slow run can be told from a slow server.
+    is someone else's, and time stolen by the host is a slower machine; both are printed so a
+    slow run can be told from a slow server.
     """
     try:
         with open("/proc/stat", "rb") as f:
@@ -130,8 +141,10 @@ def machine_busy_s() -> float | None:
     if not first or first[0] != b"cpu":
         return None
     ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
-    busy = sum(ticks) - ticks[3] - ticks[4]
-    return busy / os.sysconf("SC_CLK_TCK")
+    tick_s = os.sysconf("SC_CLK_TCK")
+    stolen = ticks[7] if len(ticks) > 7 else 0
+    busy = sum(ticks) - ticks[3] - ticks[4] - stolen
+    return MachineCpu(busy / tick_s, stolen / tick_s)
 
 
 def error_line(what: str) -> str:

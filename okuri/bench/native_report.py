@@ -28,6 +28,7 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     (S3_CPU, lambda r: r["cpu"].get("store_percent"), "{:.0f}"),
     ("load generator CPU %", lambda r: r["cpu"]["client_percent"], "{:.0f}"),
     ("other processes' CPU %", lambda r: r["cpu"]["other_processes_percent"], "{:.0f}"),
+    ("CPU stolen by the host %", lambda r: r["cpu"].get("stolen_percent"), "{:.0f}"),
     ("messages per server CPU-s", lambda r: r["cpu"]["server_messages_per_cpu_s"], "{:.0f}"),
     ("manifest commits", lambda r: r["manifest_commits"], "{:d}"),
     *(

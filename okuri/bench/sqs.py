@@ -44,6 +44,7 @@ from okuri.bench.sqs_runs import Options, run_moto, run_okuri
 
 # Flag bounds: a limit on everything.
 PRODUCERS_MAX = 256
+WORKERS_DEFAULT = 8  # producers, and consumers
 CONSUMERS_MAX = 256
 SECONDS_MAX = 3600.0
 WARMUP_S_MAX = 600.0
@@ -89,6 +90,7 @@ def measure(opts: Options) -> dict[str, Any]:
             "wait_s": w.wait_s,
             "backlog_max": w.backlog_max,
             "fifo_groups": w.fifo_groups,
+            "sequential": w.sequential,
             "batch_entries": BATCH_ENTRIES,
             "body_bytes": BODY_BYTES,
             "linger_ms": opts.linger_ms,
@@ -158,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Closed-loop SQS throughput and latency of `okuri serve` nodes, beside moto's.",
     )
     add = p.add_argument
-    add("--producers", type=bounded(int, 1, PRODUCERS_MAX), default=8)
-    add("--consumers", type=bounded(int, 1, CONSUMERS_MAX), default=8)
+    add("--producers", type=bounded(int, 1, PRODUCERS_MAX), default=None, help="default 8")
+    add("--consumers", type=bounded(int, 1, CONSUMERS_MAX), default=None, help="default 8")
     add("--seconds", type=bounded(float, 0.5, SECONDS_MAX), default=20.0, help="measured window")
     add("--warmup-seconds", dest="warmup_s", type=bounded(float, 0, WARMUP_S_MAX), default=3.0)
     add(
@@ -238,25 +240,38 @@ def build_parser() -> argparse.ArgumentParser:
         "medians and each round's ratio to the first count: on a noisy machine one run each "
         "says little",
     )
+    add(
+        "--sequential",
+        type=bounded(int, 1, PRODUCERS_MAX),
+        default=0,
+        metavar="N",
+        help="N clients each sending a batch, receiving and deleting in turn, one call at a "
+        "time (an application's round trip; in place of --producers and --consumers)",
+    )
     add("--json", action="store_true", help="print one JSON object")
     return p
 
 
 def options(args: argparse.Namespace) -> Options:
+    producers = args.producers or WORKERS_DEFAULT
+    consumers = args.consumers or WORKERS_DEFAULT
     return Options(
         workload=Workload(
-            producers=args.producers,
-            consumers=args.consumers,
+            producers=args.sequential or producers,
+            consumers=0 if args.sequential else consumers,
             seconds=args.seconds,
             warmup_s=args.warmup_s,
             drain_s=args.drain_s,
             wait_s=args.wait_s,
             backlog_max=(
-                default_backlog(args.producers, args.consumers)
+                0
+                if args.sequential  # each client holds one batch at most
+                else default_backlog(producers, consumers)
                 if args.backlog_max is None
                 else args.backlog_max
             ),
             fifo_groups=args.fifo_groups,
+            sequential=args.sequential > 0,
         ),
         linger_ms=args.linger_ms,
         peer=args.peer,
@@ -289,6 +304,10 @@ def _usage_errors(args: argparse.Namespace) -> str | None:
         return "--profile with --endpoint needs --server-pid"
     if args.profile is not None and args.nodes is not None and len(args.nodes) > 1:
         return "--profile samples the first node of one run: give one node count"
+    if args.sequential and not all(
+        v is None for v in (args.producers, args.consumers, args.backlog_max)
+    ):
+        return "--sequential N replaces --producers, --consumers and --backlog-max"
     if args.rounds > 1 and (external or args.profile is not None):
         return "--rounds applies only to servers this command starts, unprofiled"
     return None

@@ -49,6 +49,7 @@ ROWS: tuple[tuple[str, Callable[[dict[str, Any]], Any], str], ...] = (
     ("S3 server CPU %", lambda r: r["cpu"].get("store_percent"), "{:.0f}"),
     ("load generator CPU %", lambda r: r["cpu"]["client_percent"], "{:.0f}"),
     ("other processes' CPU %", lambda r: r["cpu"]["other_processes_percent"], "{:.0f}"),
+    ("CPU stolen by the host %", lambda r: r["cpu"].get("stolen_percent"), "{:.0f}"),
     ("messages per server CPU-s", lambda r: r["cpu"]["server_messages_per_cpu_s"], "{:.0f}"),
     (
         "messages/s, a core per node",
@@ -150,11 +151,20 @@ def render(result: dict[str, Any]) -> str:
     columns = [(run_name(r), r) for r in runs]
     if moto:
         columns.append(("moto", moto))
+    if c.get("sequential"):
+        load = (
+            f"{c['producers']} sequential client(s) x SendMessageBatch({c['batch_entries']}), "
+            f"ReceiveMessage({c['batch_entries']}, wait {c['wait_s']} s), DeleteMessageBatch "
+            "in turn"
+        )
+    else:
+        load = (
+            f"{c['producers']} producers x SendMessageBatch({c['batch_entries']}), "
+            f"{c['consumers']} consumers x ReceiveMessage({c['batch_entries']}, wait "
+            f"{c['wait_s']} s) + DeleteMessageBatch"
+        )
     lines = [
-        f"okuri bench sqs: {c['producers']} producers x SendMessageBatch({c['batch_entries']}), "
-        f"{c['consumers']} consumers x ReceiveMessage({c['batch_entries']}, wait "
-        f"{c['wait_s']} s) + DeleteMessageBatch; {c['body_bytes']}-byte bodies; "
-        f"{c['client']} client"
+        f"okuri bench sqs: {load}; {c['body_bytes']}-byte bodies; {c['client']} client"
         + (f"; FIFO queue, {c['fifo_groups']} message groups" if c.get("fifo_groups") else ""),
         f"warm-up {c['warmup_s']:g} s, window {c['seconds']:g} s, drain <= {c['drain_s']:g} s; "
         f"backlog cap {c['backlog_max'] or 'none'}; okuri linger {linger}; store: {c['store']}",
