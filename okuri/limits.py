@@ -104,6 +104,14 @@ expiry_tombstone_grace_s = 60
 lease_ahead_hold_ms = 500
 lease_ahead_messages_max = 100
 
+# Ack logs (okuri/engine/ack_logs.py): a follower answers a delete once it is in a log object
+# of its own. Ids are short; a commit closes at most this many due logs before its own work
+# (the rest wait for the next); a log takes at most this many acks (then deletes forward).
+ack_log_id_chars_max = 64
+ack_logs_closed_per_commit_max = 8
+ack_log_acks_max = 1_000
+ack_log_sweep_pages_max = 100  # LIST pages of one queue's ack logs per sweep
+
 # Message move tasks and the dead-letter source scan.
 move_batch_messages_max = 100  # leased per step: ten receives, one segment, one ack commit
 move_visibility_s = 60  # messages being moved stay hidden this long if the node dies

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -57,9 +57,11 @@ from okuri.bench.flags import bounded
 from okuri.bench.ledger import Ledger, Verdict
 from okuri.bench.load import BATCH_ENTRIES
 from okuri.bench.measure import rate
+from okuri.bench.metrics import scrape
 from okuri.bench.servers import (
     START_S,
     BenchError,
+    Node,
     StoreSpec,
     bucket_store,
     cluster,
@@ -149,8 +151,13 @@ def _wait(until: Callable[[], bool], timeout_s: float, tick_s: float = 0.1) -> b
 def run(plan: Plan) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="okuri-bench-cluster-") as tmp:
         workdir = Path(tmp)
-        with shared_store(plan, workdir) as store, cluster(plan.nodes, store, workdir) as nodes:
+        env = {"OKURI_ACK_LOGS": plan.ack_logs}
+        with (
+            shared_store(plan, workdir) as store,
+            cluster(plan.nodes, store, workdir, env) as nodes,
+        ):
             result = _run_on(plan, NodeSet(nodes), store)
+            result["ack_logs"] = _ack_log_events(nodes)
             stop_codes = [n.stop() for n in nodes]
             result["nodes"]["exit_codes_at_stop"] = stop_codes
             if any(code != 0 for code in stop_codes):
@@ -160,6 +167,18 @@ def run(plan: Plan) -> dict[str, Any]:
                     if code != 0
                 }
     return result
+
+
+def _ack_log_events(nodes: Sequence[Node]) -> dict[str, int]:
+    """How the nodes used ack logs, summed over each node's life since its last start (a
+    killed node's counts die with it): deletes answered from logs, logs closed by committers."""
+    total = {"deletes_answered": 0, "closed_by_committers": 0}
+    for node in nodes:
+        counters = scrape(node.health_url)
+        if counters is not None:
+            total["deletes_answered"] += int(counters.events.get("ack_log_acks", 0))
+            total["closed_by_committers"] += int(counters.events.get("ack_logs_closed", 0))
+    return total
 
 
 def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
@@ -325,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="which nodes die when, and which node each request goes to (default: random)",
     )
+    add("--ack-logs", choices=("auto", "on", "off"), default="auto",
+        help="the nodes' OKURI_ACK_LOGS (auto: on for a local directory, off on S3)")  # fmt: skip
     add("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -346,6 +367,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
         backlog_max=args.backlog_max,
         seed=seed,
         fifo_groups=args.fifo_groups,
+        ack_logs=args.ack_logs,
     )
 
 

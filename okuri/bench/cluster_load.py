@@ -59,6 +59,7 @@ class Plan:
     backlog_max: int = 2_000
     seed: int = 0
     fifo_groups: int = 0  # 0: a standard queue; N: a FIFO queue, messages over N groups
+    ack_logs: str = "auto"  # the nodes' OKURI_ACK_LOGS
 
     @property
     def settle_s(self) -> float:

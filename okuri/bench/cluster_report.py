@@ -11,6 +11,17 @@ import json
 from typing import Any
 
 
+def _ack_log_lines(setting: str, events: dict[str, int] | None) -> list[str]:
+    if not events:
+        return []
+    label = f"ack logs ({setting})"
+    return [
+        f"{label:<26}{events['deletes_answered']} deletes answered from logs, "
+        f"{events['closed_by_committers']} logs closed by a committer (since each node's last "
+        "start)"
+    ]
+
+
 def render(r: dict[str, Any]) -> str:
     p = r["plan"]
     mark = {True: "PASS", False: "FAIL"}
@@ -35,6 +46,7 @@ def render(r: dict[str, Any]) -> str:
         f"{_s(r['restart_s']['p50'])}, max {_s(r['restart_s']['max'])})",
         f"duration                  faults {d['fault_s']:.1f} s, restarts {d['restart_wait_s']:.1f}"
         f" s, drain {d['drain_s']:.1f} s; total {d['total_s']:.1f} s",
+        *_ack_log_lines(p.get("ack_logs", "auto"), r.get("ack_logs")),
         f"client failovers          {r['errors']['failovers']} (5xx answers "
         f"{r['errors']['server_faults']}, calls given up {r['errors']['exhausted_calls']})",
         *_unanswered(r["errors"].get("unanswered_attempts")),

@@ -13,6 +13,8 @@
     e/{queue}                         empty marker of a queue that may expire (its manifest has
                                       expires_s): what each node's expiry sweeper LISTs
                                       (okuri/engine/expiry.py)
+    k/{queue}/{incarnation}/{log}     a follower's ack log: deletes it answered before its
+                                      leader committed them (okuri/engine/ack_logs.py)
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -32,6 +34,7 @@ RECEIVE_ATTEMPTS = "a/"
 SCHEDULED = "t/"
 EXCHANGES = "x/"
 EXPIRING = "e/"
+ACK_LOGS = "k/"
 CLAIM = ".claim"
 
 
@@ -134,3 +137,22 @@ def queue_of_expiry_marker(key: str) -> str | None:
     if not key.startswith(EXPIRING) or "/" in key[len(EXPIRING) :]:
         return None
     return key[len(EXPIRING) :] or None
+
+
+def ack_logs_of_queue(queue: str) -> str:
+    return f"{ACK_LOGS}{queue}/"
+
+
+def ack_log(queue: str, incarnation: str, log: str) -> str:
+    """A follower's log of deletes it answered (okuri/engine/ack_logs.py)."""
+    return f"{ack_logs_of_queue(queue)}{incarnation}/{log}"
+
+
+def parse_ack_log(key: str) -> tuple[str, str, str] | None:
+    """(queue, incarnation, log id) of an ack log's key, or None for anything else."""
+    if not key.startswith(ACK_LOGS):
+        return None
+    parts = key[len(ACK_LOGS) :].split("/")
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2]

@@ -12,7 +12,8 @@ its segment was sent, so the scan stops at the first segment sent after the newe
 has kept: in a queue without retries that is one segment past the last one taken, as cheap as
 taking messages in slot order. Sending times come from the nodes' clocks, so across nodes whose
 clocks disagree the order is approximate, as SQS's best-effort order of standard queues is.
-FIFO queues keep slot order within each group (okuri/core/transitions.py).
+FIFO queues keep slot order within each group: `fifo_group_runs` says what each group offers
+(okuri/core/transitions.py leases them, the groups visible longest first).
 """
 
 from __future__ import annotations
@@ -58,3 +59,33 @@ def longest_waiting(
             elif entry > kept[0]:
                 heapq.heapreplace(kept, entry)
     return [(-seq, -idx) for _s, seq, idx in sorted(kept, reverse=True)], dead
+
+
+def fifo_group_runs(
+    st: QueueState, now_ms: int, taken: set[tuple[int, int]]
+) -> tuple[dict[str, list[tuple[int, int]]], dict[str, tuple[int, int, int]]]:
+    """Per FIFO group, its visible messages from its first unfinished one up to its first
+    hidden one, and (when that head became visible, its slot, its index)."""
+    cutoff = st.retention_cutoff(now_ms)
+    runs: dict[str, list[tuple[int, int]]] = {}
+    since: dict[str, tuple[int, int, int]] = {}
+    closed: set[str] = set()
+    for seg in st.segments.values():
+        if seg.sent_ms <= cutoff:
+            continue  # past retention: finished at the next commit
+        for idx in range(seg.count):
+            if seg.is_done(idx):
+                continue
+            group = seg.groups[idx] if seg.groups is not None else ""
+            if group in closed:
+                continue
+            _receives, until_ms, _first_ms = seg.leases.get(idx, (0, 0, 0))
+            if until_ms > now_ms or (seg.seq, idx) in taken:
+                closed.add(group)
+                continue
+            run = runs.get(group)
+            if run is None:
+                runs[group] = run = []
+                since[group] = (until_ms or seg.sent_ms, seg.seq, idx)
+            run.append((seg.seq, idx))
+    return runs, since

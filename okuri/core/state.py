@@ -141,6 +141,10 @@ class QueueState:
     # 0, when a node found it expired: a tombstone, read as "no such queue" until deleted.
     used_ms: int = 0
     gone_ms: int = 0
+    # Open ack logs (okuri/engine/ack_logs.py): log id -> the messages a follower leased under
+    # it, whose deletes it may have recorded in the log's object rather than here. Such a
+    # message is leased again only once a committer has closed the log and applied its acks.
+    logs: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.load_seq < 0:
@@ -154,6 +158,7 @@ class QueueState:
             commits=list(self.commits),
             window=list(self.window),
             dups=dict(self.dups),
+            logs={log: set(places) for log, places in self.logs.items()},
         )
 
     def retention_cutoff(self, now_ms: int) -> int:
@@ -212,6 +217,7 @@ def encode_state(st: QueueState) -> bytes:
             **({"lead": list(st.lead)} if st.lead is not None else {}),
             **({"used": st.used_ms} if st.used_ms else {}),
             **({"gone": st.gone_ms} if st.gone_ms else {}),
+            **({"logs": {k: sorted(v) for k, v in st.logs.items()}} if st.logs else {}),
         }
     )
 
@@ -261,6 +267,10 @@ def decode_state(data: bytes) -> QueueState:
             lead=_lead(d.get("lead")),
             used_ms=int(d.get("used", 0)),
             gone_ms=int(d.get("gone", 0)),
+            logs={
+                str(log): {(int(seq), int(idx)) for seq, idx in places}
+                for log, places in d.get("logs", {}).items()
+            },
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from okuri import limits
+from okuri.core.ack_log_rules import prune_logs
 from okuri.core.expiry import touch_due, touched
-from okuri.core.lease_order import longest_waiting
+from okuri.core.lease_order import fifo_group_runs, longest_waiting
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
 # --- operations ------------------------------------------------------------------------------
@@ -59,10 +60,20 @@ class Reach:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """Lease up to `max_messages` visible messages for `visibility_ms`."""
+    """Lease up to `max_messages` visible messages for `visibility_ms`; with `log`, under that
+    ack log (the messages it grants are leased again only once the log is closed)."""
 
     max_messages: int
     visibility_ms: int
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseLog:
+    """Close an ack log whose acks this commit carries before it: its messages may be leased
+    again. Result: True."""
+
+    log: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +157,7 @@ Op = (
     | Purge
     | SetAttributes
     | Touch
+    | CloseLog
 )
 
 # --- results ---------------------------------------------------------------------------------
@@ -167,7 +179,9 @@ class LeaseResult:
     dead: tuple[Grant, ...]
 
 
-AckResult = Literal["acked", "stale", "gone", "expired"]
+# "logged": durable in an ack log (okuri/engine/ack_logs.py), answered before the commit that
+# finishes the message (or finds it finished already) is made.
+AckResult = Literal["acked", "logged", "stale", "gone", "expired"]
 VisibilityResult = Literal["ok", "stale", "gone"]
 # A dead-letter move asked for by a consumer (okuri/engine/finishing.py); not a commit result.
 DeadLetterResult = Literal["dead", "stale", "gone"]
@@ -191,10 +205,12 @@ def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outc
     st = state.copy()
     out = Outcome(state=st, results=[], changed=False)
     granted: set[tuple[int, int]] = set()
+    # Messages under an open ack log are taken already, as far as leases here go.
+    blocked: set[tuple[int, int]] = set().union(*st.logs.values())
     out.expired = _expire(st, now_ms)
     out.changed = out.expired > 0
     for op in ops:
-        result, changed = _apply_one(st, now_ms, op, out.freed, granted)
+        result, changed = _apply_one(st, now_ms, op, out.freed, granted, blocked)
         out.results.append(result)
         out.changed = out.changed or changed
     for seq in [s for s, seg in st.segments.items() if seg.all_done()]:
@@ -207,6 +223,7 @@ def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outc
         touched(st, now_ms)  # a use, written at most every quarter of expires_s
         out.changed = True
     if out.changed:
+        prune_logs(st)
         st.version += 1
         st.commits.append(token)
         del st.commits[: -limits.manifest_recent_commits]
@@ -214,7 +231,12 @@ def apply(state: QueueState, now_ms: int, ops: Sequence[Op], token: str) -> Outc
 
 
 def _apply_one(
-    st: QueueState, now_ms: int, op: Op, freed: list[int], granted: set[tuple[int, int]]
+    st: QueueState,
+    now_ms: int,
+    op: Op,
+    freed: list[int],
+    granted: set[tuple[int, int]],
+    blocked: set[tuple[int, int]],
 ) -> tuple[Result, bool]:
     match op:
         case Adopt():
@@ -224,7 +246,9 @@ def _apply_one(
         case Reach():
             return op.seq < st.next_seq, False
         case Lease():
-            res = _lease(st, now_ms, op, granted)
+            taken = granted | blocked
+            res = _lease(st, now_ms, op, taken)
+            granted.update(taken - blocked)
             return res, bool(res.granted or res.dead)
         case Ack():
             ack = _ack(st, now_ms, op)
@@ -259,6 +283,12 @@ def _apply_one(
             return True, True
         case Touch():
             return True, False
+        case CloseLog():
+            places = st.logs.pop(op.log, None)
+            if places is None:
+                return True, False
+            blocked.difference_update(places)
+            return True, True
 
 
 def _expire(st: QueueState, now_ms: int) -> int:
@@ -351,6 +381,8 @@ def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) 
     live, due = longest_waiting(st, now_ms, op.max_messages, taken)
     granted = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in live]
     dead = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in due]
+    if op.log and granted:
+        st.logs.setdefault(op.log, set()).update((g.seq, g.idx) for g in granted)
     return LeaseResult(tuple(granted), tuple(dead))
 
 
@@ -363,7 +395,7 @@ def _lease_fifo(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, in
     its send, one whose lease ran out since its end), so a group received and given back
     waits behind the groups that were waiting meanwhile; ties keep slot order."""
     mrc = st.attrs.max_receive_count
-    runs, since = _group_runs(st, now_ms, taken)
+    runs, since = fifo_group_runs(st, now_ms, taken)
     granted: list[Grant] = []
     dead: list[Grant] = []
     for group in sorted(runs, key=since.__getitem__):
@@ -374,36 +406,6 @@ def _lease_fifo(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, in
             grant = _grant(st, now_ms, op, seq, idx, taken)
             (dead if mrc is not None and receives >= mrc else granted).append(grant)
     return LeaseResult(tuple(granted), tuple(dead))
-
-
-def _group_runs(
-    st: QueueState, now_ms: int, taken: set[tuple[int, int]]
-) -> tuple[dict[str, list[tuple[int, int]]], dict[str, tuple[int, int, int]]]:
-    """Per FIFO group, its visible messages from its first unfinished one up to its first
-    hidden one, and (when that head became visible, its slot, its index)."""
-    cutoff = st.retention_cutoff(now_ms)
-    runs: dict[str, list[tuple[int, int]]] = {}
-    since: dict[str, tuple[int, int, int]] = {}
-    closed: set[str] = set()
-    for seg in st.segments.values():
-        if seg.sent_ms <= cutoff:
-            continue  # past retention: finished at the next commit
-        for idx in range(seg.count):
-            if seg.is_done(idx):
-                continue
-            group = seg.groups[idx] if seg.groups is not None else ""
-            if group in closed:
-                continue
-            _receives, until_ms, _first_ms = seg.leases.get(idx, (0, 0, 0))
-            if until_ms > now_ms or (seg.seq, idx) in taken:
-                closed.add(group)
-                continue
-            run = runs.get(group)
-            if run is None:
-                runs[group] = run = []
-                since[group] = (until_ms or seg.sent_ms, seg.seq, idx)
-            run.append((seg.seq, idx))
-    return runs, since
 
 
 def _grant(
@@ -488,4 +490,6 @@ def _release(st: QueueState, op: Release) -> bool:
         # older one must not step the count back a second time (simulator seed 400231).
         return False
     seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
+    for places in st.logs.values():  # handed out to no client: no ack of it can be logged
+        places.discard((op.seq, op.idx))
     return True

@@ -48,7 +48,11 @@ class Engine:
         clock: Clock,
         linger_ms: int = limits.linger_ms_default,
         node_id: str | None = None,
+        ack_logs: bool = False,
     ) -> None:
+        """`ack_logs`: this node, following another, answers deletes from ack logs of its own
+        (okuri/engine/ack_logs.py): one write more per lease it forwards, for a delete that
+        waits for no hop."""
         self.store = store
         self.clock = clock
         self.linger_ms = linger_ms
@@ -59,7 +63,15 @@ class Engine:
         self.expiry = Expiry(store, clock, self.stats, self.node_id)
         self.expiry_sweeper = ExpirySweeper(self.expiry, self._expired)
         self._node = Node(
-            store, clock, self.cache, self.stats, self.node_id, linger_ms, self.peering, self.expiry
+            store,
+            clock,
+            self.cache,
+            self.stats,
+            self.node_id,
+            linger_ms,
+            self.peering,
+            self.expiry,
+            ack_logs,
         )
         self._tasks = Tasks()  # sweeps of queues the expiry sweeper deleted
         self._sweeper: asyncio.Task[None] | None = None

@@ -27,6 +27,7 @@ from okuri.core.transitions import (
     VisibilityResult,
 )
 from okuri.core.views import current_lease
+from okuri.engine.ack_logs import AckLogs
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
@@ -39,9 +40,15 @@ SendToFn = Callable[[str, Sequence[Message]], Awaitable[None]]
 
 class Finisher:
     def __init__(
-        self, manifest: Manifest, slots: SlotLog, send_to: SendToFn, stats: Counter[str]
+        self,
+        manifest: Manifest,
+        slots: SlotLog,
+        send_to: SendToFn,
+        stats: Counter[str],
+        ack_logs: AckLogs,
     ) -> None:
         self.manifest = manifest
+        self.ack_logs = ack_logs
         self.name = manifest.name
         self.slots = slots
         self._send_to = send_to
@@ -66,10 +73,22 @@ class Finisher:
         return out
 
     async def ack(self, handles: Sequence[str]) -> list[AckResult | ReceiptHandleInvalid]:
+        """Deletes: those of receipts this node handed out under an open ack log are answered
+        once the log holds them (okuri/engine/ack_logs.py); the rest commit as usual."""
         st = await self.manifest.current()
         parsed = self._receipts(handles, st.incarnation)
-        ops = {i: Ack(r.seq, r.idx, r.epoch, r.incarnation) for i, r in _valid(parsed)}
-        return await self._commit_per_receipt(parsed, ops)  # type: ignore[return-value]
+        valid = _valid(parsed)
+        logged = await self.ack_logs.record(st.incarnation, [r for _, r in valid])
+        ops = {
+            i: Ack(r.seq, r.idx, r.epoch, r.incarnation)
+            for (i, r), done in zip(valid, logged, strict=True)
+            if not done
+        }
+        results = await self._commit_per_receipt(parsed, ops)
+        return [
+            "logged" if isinstance(result, Receipt) else result  # type: ignore[misc]
+            for result in results  # a Receipt left in place: logged
+        ]
 
     async def change_visibility(
         self, entries: Sequence[tuple[str, int]]

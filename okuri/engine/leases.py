@@ -21,9 +21,11 @@ from typing import Any
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core.expiry import touch_interval_ms
+from okuri.core.leadership import leader
 from okuri.core.state import QueueState
 from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release
-from okuri.core.views import counts, current_lease, next_expiry_ms
+from okuri.core.views import counts, current_lease, has_visible, next_expiry_ms
+from okuri.engine.ack_logs import AckLogs
 from okuri.engine.manifest import Manifest
 from okuri.engine.slot_log import SlotLog
 from okuri.engine.tasks import Tasks
@@ -38,6 +40,10 @@ def _group_of(st: QueueState, grant: Grant) -> str:
     if seg is None or seg.groups is None or grant.idx >= len(seg.groups):
         return ""
     return seg.groups[grant.idx]
+
+
+def _granted(result: object) -> tuple[Grant, ...]:
+    return result.granted if isinstance(result, LeaseResult) else ()
 
 
 def _epoch_of(lease: tuple[int, int, int] | None) -> int:
@@ -60,8 +66,10 @@ class Receiver:
         slots: SlotLog,
         tasks: Tasks,
         dead_letter: Callable[[list[Grant]], Coroutine[Any, Any, None]],
+        ack_logs: AckLogs,
     ) -> None:
         self.clock = clock
+        self.ack_logs = ack_logs
         self._linger_ms = linger_ms
         self.manifest = manifest
         self.slots = slots
@@ -138,7 +146,9 @@ class Receiver:
         # A FIFO receive that leases ahead groups fills up from the manifest too: a group made
         # visible since (a head given back) goes out with them, as on SQS.
         if not grants or (st.attrs.fifo and len(grants) < max_messages):
-            ops: list[Op] = [Lease(max_messages - len(grants), vis_ms)]
+            await self._discover_for(max_messages)
+            log_id = self._ack_log_for(self.manifest.state or st)
+            ops: list[Op] = [Lease(max_messages - len(grants), vis_ms, log_id)]
             # FIFO: at least a full receive's worth, so that the next receive finds whole
             # groups waiting rather than a group's head alone.
             target = self._lease_ahead_target(max_messages)
@@ -146,9 +156,19 @@ class Receiver:
                 target = max(target, limits.receive_messages_max)
             extra = target - len(self.buffer)
             if extra > 0 and vis_ms > 0 and lease_ahead:
-                ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000)))
-            await self._discover_for(max_messages)
-            results = await self.manifest.commit(ops)
+                ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000), log_id))
+            if log_id:
+                # Its object is made beside the commit, before any receipt under it leaves.
+                opened = self._tasks.spawn(self.ack_logs.open(st.incarnation, log_id))
+                try:
+                    results = await self.manifest.commit(ops)
+                except BaseException:
+                    self.ack_logs.granted(log_id, [])  # maybe committed: no receipts under it
+                    raise
+                finally:
+                    await opened
+            else:
+                results = await self.manifest.commit(ops)
             first = results[0]
             assert isinstance(first, LeaseResult)
             grants += first.granted
@@ -161,6 +181,10 @@ class Receiver:
                 if ahead.granted:
                     self._tasks.spawn(self._release_later())
                 dead.extend(ahead.dead)
+            if log_id:
+                self.ack_logs.granted(
+                    log_id, [*first.granted, *(g for r in results[1:2] for g in _granted(r))]
+                )
             if dead:
                 # Moved before this receive answers, so the dead-letter queue has it at once.
                 await self._dead_letter(dead)
@@ -250,6 +274,21 @@ class Receiver:
             self._tasks.spawn(self._release(back))
         return kept
 
+    def _ack_log_for(self, st: QueueState) -> str:
+        """A fresh ack log for a lease this node forwards (another node leads), so that the
+        deletes of what it grants can be answered here; "" for none. Not for a lease that
+        will likely find nothing (a long poll on an empty queue): its log would be two
+        writes for nothing."""
+        if not self.ack_logs.enabled or st.attrs.fifo:
+            return ""
+        now = self.clock.now_ms()
+        lead = leader(st, now)
+        if lead is None or lead[0] == self.manifest.node_id:
+            return ""
+        if not has_visible(st, now) and self.slots.known_end() <= st.next_seq:
+            return ""
+        return self.ack_logs.new_log()
+
     async def _still_ours(self, grants: list[Grant]) -> list[Grant]:
         """Re-check leases taken ahead against the bucket before handing them out.
 
@@ -291,6 +330,7 @@ class Receiver:
             await self._release(stale)
 
     async def _release(self, items: list[_Buffered]) -> None:
+        self.ack_logs.released([b.grant for b in items])
         st = self.manifest.state
         inc = st.incarnation if st is not None else ""
         ops: list[Op] = [Release(b.grant.seq, b.grant.idx, b.grant.epoch, inc) for b in items]

@@ -59,6 +59,9 @@ R = TypeVar("R")
 AdoptFn = Callable[[QueueState, Sequence[Op]], list[Op]]
 # The slots this node knows past the cursor of a manifest, for the leader to adopt.
 HintsFn = Callable[[QueueState], list[Adopt]]
+# Given the manifest a commit starts from: operations to apply before the commit's own (the
+# acks of ack logs found due, closed first; okuri/engine/ack_logs.py).
+CloseLogsFn = Callable[[QueueState], Awaitable[list[Op]]]
 # Operations of one client call, and whether a peer forwarded them (never forwarded again).
 _Batch = tuple[list[Op], bool]
 
@@ -124,8 +127,10 @@ class Manifest:
         committed: Callable[[Outcome], None],
         expiry: Expiry,
         expired: Callable[[], None],
+        close_logs: CloseLogsFn | None = None,
     ) -> None:
         self.name = name
+        self._close_logs = close_logs
         self.clock = clock
         self._node_id = node_id
         self._stats = stats
@@ -158,6 +163,10 @@ class Manifest:
             max_items=limits.commit_ops_max,
             gather_ms=limits.flush_gather_ms,
         )
+
+    @property
+    def node_id(self) -> str:
+        return self._node_id
 
     @property
     def state(self) -> QueueState | None:
@@ -262,9 +271,17 @@ class Manifest:
             results[i] = result
         return results
 
-    async def _commit_here(self, flat: list[Op]) -> list[Result]:
-        """Apply `flat` in one compare-and-swap of this node's own; their results."""
+    async def _commit_here(self, asked: list[Op]) -> list[Result]:
+        """Apply `asked` in one compare-and-swap of this node's own; their results.
+
+        Ack logs found due are closed first and their acks applied ahead of `asked`, in the
+        same commit as their closing (okuri/engine/ack_logs.py)."""
         passed_over = self._peering.passed_over(self.clock.monotonic_s())
+        cached = self.cell.state
+        before: list[Op] = []
+        if self._close_logs is not None and cached is not None and cached.logs:
+            before = await self._close_logs(cached)
+        flat = [*before, *asked]
 
         def change(st: QueueState) -> Change[QueueState, Outcome]:
             now = self.clock.now_ms()
@@ -272,7 +289,7 @@ class Manifest:
                 raise _Expired
             adopts = self._adopt(st, flat)
             out = apply(st, now, [*adopts, *flat], token)
-            out.results = out.results[len(adopts) :]
+            out.results = out.results[len(adopts) + len(before) :]
             if out.changed and self._peering.enabled:
                 take_lead(out.state, self._node_id, self._peering.url, now, passed_over)
             return Change(out.state if out.changed else None, out)
@@ -294,7 +311,7 @@ class Manifest:
             self._note_sharing(self.cell.state)
         if out.changed:
             self._committed(out)
-            self._stats["manifest_commit_ops"] += len(flat)
+            self._stats["manifest_commit_ops"] += len(asked)
         return out.results
 
     async def _update_unless_expired(self, update: Callable[[], Awaitable[R]]) -> R:

@@ -110,7 +110,7 @@ def forwardable(ops: Sequence[Op]) -> bool:
 def _op_json(op: Op) -> list[Any]:
     match op:
         case Lease():
-            return ["L", op.max_messages, op.visibility_ms]
+            return ["L", op.max_messages, op.visibility_ms, *([op.log] if op.log else [])]
         case Ack():
             return ["A", op.seq, op.idx, op.epoch, op.incarnation]
         case ChangeVisibility():
@@ -149,11 +149,14 @@ def _str(v: Any) -> str:
 
 def _op(raw: list[Any]) -> Op:
     kind, *a = raw
-    if kind == "L" and len(a) == 2:
+    if kind == "L" and len(a) in (2, 3):
         max_messages = _int(a[0])
         if not 1 <= max_messages <= limits.lease_ahead_messages_max + limits.lease_messages_max:
             raise ValueError("lease size out of range")
-        return Lease(max_messages, _int(a[1]))
+        log = _str(a[2]) if len(a) == 3 else ""
+        if len(log) > limits.ack_log_id_chars_max:
+            raise ValueError("ack log id too long")
+        return Lease(max_messages, _int(a[1]), log)
     if kind in ("A", "D", "R") and len(a) == 4:
         seq, idx, epoch, inc = _int(a[0]), _int(a[1]), _int(a[2]), _str(a[3])
         if kind == "A":

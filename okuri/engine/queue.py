@@ -38,6 +38,7 @@ from okuri.core.transitions import (
     VisibilityResult,
 )
 from okuri.core.views import Counts, counts
+from okuri.engine.ack_logs import AckLogs, close_due_logs, sweep_ack_logs
 from okuri.engine.attempts import ReceiveAttempts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.expiry import Expiry
@@ -69,6 +70,8 @@ class Node:
     linger_ms: int
     peering: Peering
     expiry: Expiry
+    # Followers answer deletes from ack logs of their own (okuri/engine/ack_logs.py).
+    ack_logs: bool = False
 
 
 class Queue:
@@ -93,6 +96,9 @@ class Queue:
             committed=self._committed,
             expiry=node.expiry,
             expired=self._expired,
+            close_logs=lambda st: close_due_logs(
+                node.store, name, st, node.clock.now_ms(), node.stats
+            ),
         )
         self.slots = SlotLog(
             name,
@@ -105,7 +111,17 @@ class Queue:
             self.tasks,
             notify=lambda: self.receiver.notify(),
         )
-        self.finisher = Finisher(self.manifest, self.slots, send_to, node.stats)
+        self.ack_logs = AckLogs(
+            name,
+            node.store,
+            node.clock,
+            node.node_id,
+            node.stats,
+            self.tasks,
+            self.manifest.commit,
+            node.ack_logs,
+        )
+        self.finisher = Finisher(self.manifest, self.slots, send_to, node.stats, self.ack_logs)
         self.receiver = Receiver(
             node.clock,
             node.linger_ms,
@@ -113,6 +129,7 @@ class Queue:
             self.slots,
             self.tasks,
             self.finisher.dead_letter,
+            self.ack_logs,
         )
         self.scheduler = Scheduler(
             name,
@@ -136,8 +153,10 @@ class Queue:
             # A queue deleted and created again: nothing known about the old one applies.
             self.slots.reset()
             self.receiver.reset()
+            self.ack_logs.reset()
             self._incarnation = new.incarnation
         self.slots.installed(new)
+        self.ack_logs.installed(new)
         if old is None or old.version != new.version:
             self.receiver.notify()
 
@@ -156,6 +175,7 @@ class Queue:
         self.manifest.forget()
         self.slots.reset()
         self.receiver.reset()
+        self.ack_logs.reset()
 
     # --- the manifest ------------------------------------------------------------------------
 
@@ -334,7 +354,17 @@ class Queue:
         except QueueDoesNotExist:
             gone, st = True, None
         deleted += await self.scheduler.sweep(st)
+        deleted += await self._sweep_ack_logs()
         return deleted + await self.attempts.sweep(everything=gone)
+
+    async def _sweep_ack_logs(self) -> int:
+        async def manifest() -> QueueState | None:
+            try:
+                return await self.refresh()
+            except QueueDoesNotExist:
+                return None
+
+        return await sweep_ack_logs(self.store, self.clock, self.name, manifest)
 
     def unadopted_slots(self) -> int | None:
         """Slots known to be written past the cached manifest's cursor (None: never read)."""
@@ -349,11 +379,13 @@ class Queue:
         await self.scheduler.close()
         await self.slots.close()
         await self.receiver.release_all()
+        await self.ack_logs.close()
         await self.manifest.close()
         self.receiver.close()
         await self.tasks.wait()
 
     def crash(self) -> None:
+        self.ack_logs.crash()
         self.slots.crash()
         self.manifest.crash()
         self.receiver.close()

@@ -159,7 +159,7 @@ def _status(result: object, ok: str) -> str:
     this one ran out), "gone" (finished already), "invalid" (not a handle of this queue)."""
     if isinstance(result, ReceiptHandleInvalid):
         return "invalid"
-    if result in ("acked", "ok", "dead"):
+    if result in ("acked", "logged", "ok", "dead"):
         return ok
     if result == "expired":
         return "stale"  # a FIFO lease run out: the native API's word for it

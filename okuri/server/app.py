@@ -242,7 +242,9 @@ class Server:
         await _listen(self._health_runner, settings.health_listen, "health")
         self.store = CountingStore(await open_store(settings), self.counts)
         await verify_store(self.store, self.clock)
-        self.engine = Engine(self.store, self.clock, linger_ms=settings.linger_ms)
+        self.engine = Engine(
+            self.store, self.clock, linger_ms=settings.linger_ms, ack_logs=settings.ack_logs
+        )
         sqs_gate = self.admission.gate("sqs")
         actions = SqsActions(
             self.engine,

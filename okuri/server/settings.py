@@ -90,6 +90,10 @@ OPTIONS: tuple[Option, ...] = (
            "URL other okuri nodes on the same store reach this one's listener at, to forward "
            "their commits to it; 'off' never to lead (default: the listen address when it "
            "names a host, else this host's address)", "URL|off"),
+    Option("ack_logs", "auto",
+           "a node that forwards its commits answers deletes once they are in a log object of "
+           "its own, without waiting for the leader: 'on', 'off', or 'auto' (on for a local "
+           "directory, off on S3, where each lease would cost one PUT more)", "auto|on|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
@@ -190,6 +194,7 @@ class Settings:
     inflight_bytes_max: int = limits.inflight_bytes_max_default
     long_polls_max: int = limits.long_polls_max_default
     expiry_sweep_s: int = limits.expiry_sweep_s_default
+    ack_logs: bool = False
 
     @property
     def uses_s3(self) -> bool:
@@ -280,6 +285,9 @@ class Settings:
             inflight_bytes_max=bytes_max,
             long_polls_max=long_polls_max,
             expiry_sweep_s=raw.integer("expiry_sweep_s", 1, limits.expiry_sweep_s_max, "seconds"),
+            ack_logs={"on": True, "off": False, "auto": bucket is None}[
+                raw.choice("ack_logs", ("auto", "on", "off"))
+            ],
         )
 
 

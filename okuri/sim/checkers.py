@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from okuri import limits
 from okuri.sim.history import Delivered, History
 
+# Delete answers that promise the message is finished: committed, or durable in an ack log.
+ANSWERED_DELETES = ("acked", "logged")
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -89,10 +92,11 @@ def ack_by_a_delivered_receipt(h: History) -> list[Violation]:
     deliveries = _by_message(h)
     effective: dict[Copy, int] = defaultdict(int)
     for a in h.acked:
-        if a.result != "acked" or _is_dlq(a.queue):
+        if a.result not in ANSWERED_DELETES or _is_dlq(a.queue):
             continue
         key = (a.queue, a.message_id, a.slot)
-        effective[key] += 1
+        # A logged delete may find the message finished already: only commits count here.
+        effective[key] += a.result == "acked"
         epochs = {d.epoch for d in deliveries.get(key, [])}
         if a.epoch not in epochs:
             out.append(
@@ -113,7 +117,7 @@ def no_delivery_after_ack(h: History) -> list[Violation]:
     out = []
     acked_at: dict[Copy, float] = {}
     for a in h.acked:
-        if a.result == "acked" and not _is_dlq(a.queue):
+        if a.result in ANSWERED_DELETES and not _is_dlq(a.queue):
             key = (a.queue, a.message_id, a.slot)
             acked_at[key] = min(acked_at.get(key, a.end), a.end)
     for d in h.delivered:

@@ -53,6 +53,8 @@ NATIVE_SHARE = 0.3
 NATIVE_FAR_CHOICES = (0.02, 0.05)  # share of sends scheduled 15 to 17 minutes ahead
 # Seeds whose nodes forward commits to the queue's leader; the others all commit for themselves.
 PEERING_SHARE = 0.75
+# Of every seed, those whose nodes keep ack logs (they matter where nodes forward).
+ACK_LOGS_SHARE = 0.6
 FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight barely do
 # Chance that a producer sends an acknowledged message again with its deduplication id (on
 # purpose: the answer must name the first message); half of those go out twice at once,
@@ -97,6 +99,8 @@ class SimConfig:
     # simulated network that loses a forward, or its answer, with this probability.
     peering: bool = False
     p_peer_lost: float = 0.0
+    # Followers answer deletes from ack logs of their own (okuri/engine/ack_logs.py).
+    ack_logs: bool = False
     # The native shape (okuri/sim/chaos.py): clients use enqueue times, big leases, retry at a
     # time, dead-lettering and extending; `p_far` of the sends are due beyond the longest delay.
     native: bool = False
@@ -137,6 +141,7 @@ class SimConfig:
             chaos,
             peering=wire.random() < PEERING_SHARE,
             p_peer_lost=wire.choice([0.0, 0.02, 0.1]),
+            ack_logs=random.Random(f"ack-logs-{seed}").random() < ACK_LOGS_SHARE,
         )
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")

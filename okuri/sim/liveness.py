@@ -51,7 +51,7 @@ import bisect
 from dataclasses import dataclass
 
 from okuri import limits
-from okuri.sim.checkers import Violation
+from okuri.sim.checkers import ANSWERED_DELETES, Violation
 from okuri.sim.history import History
 
 COMMIT_ROUND_TRIPS = 2  # a manifest read and a CAS
@@ -104,7 +104,7 @@ def backlog_steps(h: History, queue: str) -> list[tuple[float, int]]:
     sent = {s.message_id for s in h.sent if s.queue == queue}
     deleted: dict[str, float] = {}
     for a in h.acked:
-        if a.queue == queue and a.result == "acked" and a.message_id in sent:
+        if a.queue == queue and a.result in ANSWERED_DELETES and a.message_id in sent:
             deleted[a.message_id] = min(deleted.get(a.message_id, a.end), a.end)
     steps += [(t, -1) for t in deleted.values()]
     steps.sort()

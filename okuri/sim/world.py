@@ -129,6 +129,7 @@ class World:
             node.clock,
             self.config.linger_ms,
             node_id=f"n{node.index}g{node.generation}",
+            ack_logs=self.config.ack_logs,
         )
         if self.config.peering:
             node.engine.peering.client = self

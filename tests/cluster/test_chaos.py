@@ -48,12 +48,15 @@ def run(
     return code, result
 
 
-@pytest.mark.parametrize("store", ["local", "s3"])
+@pytest.mark.parametrize(("store", "ack_logs"), [("local", "auto"), ("s3", "on"), ("s3", "off")])
 def test_sigkilled_nodes_lose_no_acknowledged_send_and_deliver_nothing_after_its_delete(
-    store: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    store: str, ack_logs: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, result = run(store_argv(store, request), capsys)
+    code, result = run([*store_argv(store, request), "--ack-logs", ack_logs], capsys)
     assert result["kills"] >= 4  # faults really happened
+    # Followers answered deletes from their ack logs where they were on (auto: on locally).
+    answered = result["ack_logs"]["deletes_answered"]
+    assert answered > 0 if ack_logs != "off" else answered == 0
     assert isinstance(result["sends_acknowledged"], int) and result["sends_acknowledged"] > 0
     assert result["checks"]["nodes_restarted"], result["nodes"]
     assert result["checks"]["clients_ran"], result["errors"]

@@ -285,8 +285,10 @@ def test_the_report_names_every_failed_check() -> None:
                   "restart_failures": []},
         "errors": {"failovers": 2, "server_faults": 0, "exhausted_calls": 0,
                    "first_error": None, "client_crashes": [], "stuck_threads": []},
+        "ack_logs": {"deletes_answered": 40, "closed_by_committers": 2},
     }  # fmt: skip
     text = render(result)
+    assert "ack logs (auto)           40 deletes answered from logs, 2 logs closed" in text
     assert "no delivery after delete: FAIL" in text and "no loss: PASS" in text
     assert "deliveries after delete   1" in text
     assert 'after delete: {"id": "m"}' in text
@@ -331,6 +333,7 @@ def test_the_report_shows_fifo_figures_and_examples() -> None:
         ["--store", "nfs"],
         ["--s3-endpoint", "http://127.0.0.1:1"],  # only with --store s3
         ["--fifo-groups", "-1"],
+        ["--ack-logs", "sometimes"],
     ],
 )
 def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> None:

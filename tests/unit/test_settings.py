@@ -184,6 +184,14 @@ def test_linger_defaults_to_the_s3_cost_window_only_on_s3() -> None:
     assert Settings.load({"OKURI_S3_BUCKET": "b", "OKURI_LINGER_MS": "20"}).linger_ms == 20
 
 
+def test_ack_logs_are_on_for_a_local_directory_and_off_on_s3_unless_asked() -> None:
+    assert Settings.load({}).ack_logs is True
+    assert Settings.load({"OKURI_S3_BUCKET": "b"}).ack_logs is False
+    assert Settings.load({"OKURI_S3_BUCKET": "b", "OKURI_ACK_LOGS": "on"}).ack_logs is True
+    assert Settings.load({"OKURI_ACK_LOGS": "off"}).ack_logs is False
+    assert "OKURI_ACK_LOGS='sometimes'" in load_error({"OKURI_ACK_LOGS": "sometimes"})
+
+
 # --- one-line errors --------------------------------------------------------------------------
 
 
