@@ -25,6 +25,9 @@ import orjson
 from okuri import limits
 
 FORMAT = 1
+# A manifest with open ack logs: a node that does not know them must refuse it (it would drop
+# them on its next write and lease messages whose deletes sit in a log), not misread it.
+FORMAT_WITH_LOGS = 2
 
 
 class ManifestCorrupt(ValueError):
@@ -188,7 +191,7 @@ class QueueState:
 def encode_state(st: QueueState) -> bytes:
     return orjson.dumps(
         {
-            "f": FORMAT,
+            "f": FORMAT_WITH_LOGS if st.logs else FORMAT,
             "name": st.name,
             "inc": st.incarnation,
             "v": st.version,
@@ -236,7 +239,7 @@ def decode_state(data: bytes) -> QueueState:
         d = orjson.loads(data)
         if not isinstance(d, dict):
             raise ManifestCorrupt("manifest is not a JSON object")
-        if d.get("f") != FORMAT:
+        if d.get("f") not in (FORMAT, FORMAT_WITH_LOGS):
             raise ManifestCorrupt(f"unknown manifest format {d.get('f')!r}")
         segments = {}
         for seq, sid, count, sent_ms, done_hex, leases, *groups in d["segs"]:

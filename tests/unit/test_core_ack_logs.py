@@ -3,6 +3,8 @@ open log is leased again until a commit closes it (okuri/engine/ack_logs.py has 
 
 from __future__ import annotations
 
+import orjson
+
 from okuri.core.ack_log_rules import due_logs
 from okuri.core.state import decode_state, encode_state
 from okuri.core.transitions import Ack, CloseLog, Lease, LeaseResult, Release
@@ -22,7 +24,10 @@ def test_a_lease_under_a_log_records_what_it_granted_and_survives_the_codec() ->
     assert at(res.granted) == [(0, 0), (0, 1), (0, 2)]
     assert st.logs == {"f-1": {(0, 0), (0, 1), (0, 2)}}  # type: ignore[attr-defined]
     assert decode_state(encode_state(st)).logs == st.logs  # type: ignore[arg-type, attr-defined]
+    # A node that knows no ack logs refuses such a manifest (format 2) rather than drop them.
+    assert orjson.loads(encode_state(st))["f"] == 2  # type: ignore[arg-type]
     assert b'"logs"' not in encode_state(fresh())  # absent while no log is open
+    assert orjson.loads(encode_state(fresh()))["f"] == 1
 
 
 def test_a_message_under_an_open_log_is_not_leased_again_until_the_log_is_closed() -> None:
