@@ -48,7 +48,9 @@ def run(
     return code, result
 
 
-@pytest.mark.parametrize(("store", "ack_logs"), [("local", "auto"), ("s3", "on"), ("s3", "off")])
+# Ack logs on both stores (auto is on for a local directory); S3's default, off, is run under
+# kill -9 by the FIFO test below and by the simulator's seeds without them.
+@pytest.mark.parametrize(("store", "ack_logs"), [("local", "auto"), ("s3", "on")])
 def test_sigkilled_nodes_lose_no_acknowledged_send_and_deliver_nothing_after_its_delete(
     store: str, ack_logs: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:

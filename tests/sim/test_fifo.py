@@ -108,7 +108,7 @@ def test_fifo_oracle_catches_an_engine_that_forgets_groups_in_flight(
                 since.setdefault(group, (until_ms or seg.sent_ms, seg.seq, idx))
         return runs, since
 
-    monkeypatch.setattr(transitions, "_group_runs", runs_past_hidden)
+    monkeypatch.setattr(transitions, "fifo_group_runs", runs_past_hidden)
     found = _first_failure(fifo_seeds(200))
     assert {"group_one_in_flight", "group_waits_for_earlier"} & found, "the oracle missed it"
 
