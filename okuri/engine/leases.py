@@ -42,10 +42,6 @@ def _group_of(st: QueueState, grant: Grant) -> str:
     return seg.groups[grant.idx]
 
 
-def _granted(result: object) -> tuple[Grant, ...]:
-    return result.granted if isinstance(result, LeaseResult) else ()
-
-
 def _epoch_of(lease: tuple[int, int, int] | None) -> int:
     return lease[0] if lease is not None else 0
 
@@ -173,6 +169,7 @@ class Receiver:
             assert isinstance(first, LeaseResult)
             grants += first.granted
             dead = list(first.dead)
+            leased = list(first.granted)  # under `log_id`, when there is one
             if len(results) > 1:
                 ahead = results[1]
                 assert isinstance(ahead, LeaseResult)
@@ -181,10 +178,9 @@ class Receiver:
                 if ahead.granted:
                     self._tasks.spawn(self._release_later())
                 dead.extend(ahead.dead)
+                leased.extend(ahead.granted)
             if log_id:
-                self.ack_logs.granted(
-                    log_id, [*first.granted, *(g for r in results[1:2] for g in _granted(r))]
-                )
+                self.ack_logs.granted(log_id, leased)
             if dead:
                 # Moved before this receive answers, so the dead-letter queue has it at once.
                 await self._dead_letter(dead)
