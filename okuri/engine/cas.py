@@ -15,7 +15,7 @@ from typing import Generic, Protocol, TypeVar
 
 from okuri import limits
 from okuri.clock import Clock
-from okuri.engine.retry import backoff, retrying
+from okuri.engine.retry import Backoff, backoff, retrying
 from okuri.errors import (
     Ambiguous,
     Conflict,
@@ -186,6 +186,7 @@ class CasObject(Generic[S]):
         """
         if read_first:
             self.invalidate()
+        failing = Backoff(self.clock)
         for attempt in range(limits.commit_attempts_max):
             before = self.read_s
             state = await self.cached()
@@ -214,7 +215,7 @@ class CasObject(Generic[S]):
                 continue  # the next read says whether the key is really gone
             except (Conflict, Transient):
                 self.invalidate()
-                await backoff(self.clock, attempt)
+                await failing.failed()
                 continue
             except Ambiguous:
                 self.invalidate()

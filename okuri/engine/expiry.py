@@ -35,7 +35,7 @@ from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.expiry import expires_at_ms, is_expired, tombstone
 from okuri.core.state import ManifestCorrupt, QueueState, decode_state, encode_state
-from okuri.engine.retry import backoff, retrying
+from okuri.engine.retry import Backoff, backoff, retrying
 from okuri.errors import (
     Ambiguous,
     Conflict,
@@ -78,7 +78,8 @@ class Expiry:
         """Judge queue `name` on a manifest read now; delete it if it has expired."""
         key = keys.manifest(name)
         mine = (0, "")  # (version, incarnation) of a tombstone we may have written
-        for attempt in range(limits.put_attempts_max):
+        failing = Backoff(self.clock)
+        for _ in range(limits.put_attempts_max):
             try:
                 blob = await retrying(self.clock, lambda: self.store.get(key))
             except NotFound:
@@ -105,7 +106,7 @@ class Expiry:
             except (PreconditionFailed, NotFound):
                 continue  # used (or deleted) since our read: judge it again
             except (Conflict, Transient, Ambiguous):
-                await backoff(self.clock, attempt)
+                await failing.failed()
                 continue  # the next read says whether our tombstone landed
             await self._delete(name)
             return Verdict("expired")

@@ -18,6 +18,23 @@ async def backoff(clock: Clock, attempt: int, cap_ms: float = limits.backoff_ms_
     await clock.sleep(clock.random().uniform(0, cap) / 1000)
 
 
+class Backoff:
+    """Backoff for a loop that also goes round for reasons other than a failing store (a slot
+    taken, a lost compare-and-swap): its window grows with the store's failures only. Grown by
+    the loop's turns instead, a failure after a few lost races would wait up to the cap (2 s)
+    although the store had failed once."""
+
+    def __init__(self, clock: Clock, cap_ms: float = limits.backoff_ms_max) -> None:
+        self.clock = clock
+        self.cap_ms = cap_ms
+        self.failures = 0
+
+    async def failed(self) -> None:
+        """Wait after the store failed (again)."""
+        await backoff(self.clock, self.failures, self.cap_ms)
+        self.failures += 1
+
+
 async def retrying(clock: Clock, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Retry a read (or an idempotent write) through transient failures, within bounds."""
     for attempt in range(limits.put_attempts_max):

@@ -39,7 +39,7 @@ from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
 from okuri.engine.fifo_slots import FifoSlots
 from okuri.engine.manifest import Manifest
-from okuri.engine.retry import backoff, retrying
+from okuri.engine.retry import Backoff, retrying
 from okuri.engine.tasks import Tasks
 from okuri.engine.types import Delivery
 from okuri.errors import (
@@ -167,7 +167,8 @@ class SlotLog:
         st = await self.manifest.current()
         slot = max(self.head_hint, st.next_seq)
         unsure = -1  # a slot our write may have reached though its reply said otherwise
-        for attempt in range(limits.put_attempts_max):
+        failing = Backoff(self.clock)
+        for _ in range(limits.put_attempts_max):
             inc = st.incarnation
             key = keys.segment(self.name, inc, slot)
             try:
@@ -179,7 +180,7 @@ class SlotLog:
                     slot = await self.find_head(inc, slot + 1)
                     continue
             except Transient:
-                await backoff(self.clock, attempt)
+                await failing.failed()
                 continue
             except (Ambiguous, Conflict):
                 # A lost reply, or a racing create (409): the slot may hold ours, another's, or
@@ -187,7 +188,7 @@ class SlotLog:
                 mine = await self._slot_holds(inc, slot, segment.sid)
                 if mine is None:
                     unsure = slot
-                    await backoff(self.clock, attempt)
+                    await failing.failed()
                     continue
                 if not mine:
                     slot = await self.find_head(inc, slot + 1)

@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import multiprocessing
+import os
 import sys
 import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +71,32 @@ def run_seed(seed: int) -> RunResult:
     return run_virtual(simulate(SimConfig.from_seed(seed)))
 
 
+def seed_verdict(seed: int) -> str | None:
+    """None when `seed` keeps every invariant, else what `describe` says of it: a small, picklable
+    answer for a worker process."""
+    result = run_seed(seed)
+    return None if result.ok else describe(result)
+
+
+def seed_workers(jobs: int) -> Executor:
+    """Worker processes for `verdicts`. Spawned, not forked: the caller may hold threads (a test
+    run's servers) that a fork would copy mid-flight. Seeds share nothing, so a seed gives the
+    same verdict in any worker."""
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+
+def verdicts(seeds: Iterable[int], workers: Executor | None) -> Iterator[tuple[int, str | None]]:
+    """Each seed with its `seed_verdict`, in seed order; in this process when `workers` is None."""
+    ordered = list(seeds)
+    answers = map(seed_verdict, ordered) if workers is None else workers.map(seed_verdict, ordered)
+    return zip(ordered, answers, strict=True)
+
+
+def default_jobs() -> int:
+    """One worker per core this process may run on: seeds are pure CPU."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def describe(result: RunResult) -> str:
     c = result.config
     h = result.history
@@ -107,22 +137,36 @@ def cli_main(argv: list[str]) -> int:
     parser.add_argument("seed", nargs="?", type=int, help="replay exactly this seed")
     parser.add_argument("--seeds", type=int, default=0, help="run this many seeds")
     parser.add_argument("--start", type=int, default=0, help="first seed of --seeds")
+    parser.add_argument(
+        "--jobs", type=int, default=0,
+        help="worker processes for --seeds (default: one per core; 1 runs them in this process)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.jobs < 0:
+        parser.error("--jobs must be 0 (one per core) or more")
     if args.seed is not None:
         result = run_seed(args.seed)
         print(describe(result))
         print("ok" if result.ok else "FAILED")
         return 0 if result.ok else 1
     count = args.seeds or 100
+    jobs = min(args.jobs or default_jobs(), count)
     failed = []
     t0 = time.monotonic()
-    for seed in range(args.start, args.start + count):
-        result = run_seed(seed)
-        if not result.ok:
-            failed.append(seed)
-            print(describe(result), flush=True)
+    workers = seed_workers(jobs) if jobs > 1 else None
+    try:
+        for seed, failure in verdicts(range(args.start, args.start + count), workers):
+            if failure is not None:
+                failed.append(seed)
+                print(failure, flush=True)
+    finally:
+        if workers is not None:
+            workers.shutdown(cancel_futures=True)
     elapsed = time.monotonic() - t0
-    print(f"dst: {count} seeds from {args.start}, {len(failed)} failing, {elapsed:.1f}s")
+    print(
+        f"dst: {count} seeds from {args.start}, {len(failed)} failing, {elapsed:.1f}s"
+        f" ({jobs} worker{'s' if jobs > 1 else ''})"
+    )
     if failed:
         print("failing seeds: " + " ".join(map(str, failed)))
     return 1 if failed else 0

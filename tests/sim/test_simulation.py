@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from concurrent.futures import Executor
 
 import pytest
 
@@ -15,20 +17,45 @@ from okuri.sim.checkers import check_history
 from okuri.sim.config import SimConfig
 from okuri.sim.history import Acked, Delivered, History, Purged, Sent
 from okuri.sim.loop import SimDeadlock, run_virtual
-from okuri.sim.runner import cli_main, describe, run_seed
+from okuri.sim.runner import (
+    cli_main,
+    default_jobs,
+    describe,
+    run_seed,
+    seed_workers,
+    verdicts,
+)
 
 SEEDS_PER_CHUNK = 50
 CHUNKS = 10  # 500 seeds in the suite; `okuri dst --seeds N` runs more
 
 
+@pytest.fixture(scope="module")
+def seed_pool() -> Iterator[Executor | None]:
+    """Worker processes for the seed chunks, one per core (none on one core): seeds are pure
+    CPU and share nothing, so the chunks take about half as long on two cores."""
+    jobs = default_jobs()
+    if jobs < 2:
+        yield None
+        return
+    pool = seed_workers(jobs)
+    yield pool
+    pool.shutdown(cancel_futures=True)
+
+
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_every_seed_keeps_every_invariant(chunk: int) -> None:
-    failures = []
-    for seed in range(chunk * SEEDS_PER_CHUNK, (chunk + 1) * SEEDS_PER_CHUNK):
-        result = run_seed(seed)
-        if not result.ok:
-            failures.append(describe(result))
+def test_every_seed_keeps_every_invariant(chunk: int, seed_pool: Executor | None) -> None:
+    seeds = range(chunk * SEEDS_PER_CHUNK, (chunk + 1) * SEEDS_PER_CHUNK)
+    failures = [failure for _, failure in verdicts(seeds, seed_pool) if failure is not None]
     assert not failures, "\n".join(failures)
+
+
+def test_verdicts_name_each_seed_in_order_and_agree_with_a_run_here(
+    seed_pool: Executor | None,
+) -> None:
+    seeds = [12, 3, 7]
+    assert [seed for seed, _ in verdicts(seeds, seed_pool)] == seeds
+    assert dict(verdicts(seeds, seed_pool)) == dict(verdicts(seeds, None)) == dict.fromkeys(seeds)
 
 
 def test_a_seed_replays_exactly() -> None:
@@ -134,8 +161,14 @@ def test_dst_command_replays_one_seed_and_runs_many(capsys: pytest.CaptureFixtur
     assert cli_main(["7"]) == 0
     out = capsys.readouterr().out
     assert "seed 7:" in out and out.strip().endswith("ok")
-    assert cli_main(["--seeds", "3", "--start", "10"]) == 0
+    assert cli_main(["--seeds", "3", "--start", "10", "--jobs", "1"]) == 0
     assert "3 seeds from 10, 0 failing" in capsys.readouterr().out
+    assert cli_main(["--seeds", "3", "--start", "10", "--jobs", "2"]) == 0
+    assert "3 seeds from 10, 0 failing" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        cli_main(["--seeds", "3", "--jobs", "-1"])
+    assert refused.value.code == 2
+    assert "--jobs must be" in capsys.readouterr().err
 
 
 def test_virtual_loop_jumps_time_and_reports_deadlock() -> None:

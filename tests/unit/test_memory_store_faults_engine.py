@@ -30,8 +30,10 @@ EPOCH_MS = 1_700_000_000_000
 Q = "work"
 LINGER_MS = 5
 SEND_ROUNDS = 15  # per producer; each round sends a batch of 1..4 messages
-FAULT_PHASE_S = 4.0
-LIVENESS_S = 20.0  # an upper bound only: the wait ends as soon as everything arrived
+# Upper bounds only: each phase ends as soon as its work is done (well under a second here). Real
+# time on a shared CI machine under coverage once took a fault phase past 4 s.
+FAULT_PHASE_S = 20.0
+LIVENESS_S = 20.0
 RECEIVE_CALLS_MAX = 2_000
 
 
