@@ -81,8 +81,14 @@ def seed_verdict(seed: int) -> str | None:
 def seed_workers(jobs: int) -> Executor:
     """Worker processes for `verdicts`. Spawned, not forked: the caller may hold threads (a test
     run's servers) that a fork would copy mid-flight. Seeds share nothing, so a seed gives the
-    same verdict in any worker."""
-    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    same verdict in any worker. A worker drops any tracer it started with (a coverage run
+    measuring subprocesses), which would make it several times slower for no verdict's sake."""
+    return ProcessPoolExecutor(
+        jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=sys.settrace,
+        initargs=(None,),
+    )
 
 
 def verdicts(seeds: Iterable[int], workers: Executor | None) -> Iterator[tuple[int, str | None]]:
