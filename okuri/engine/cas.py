@@ -151,6 +151,7 @@ class CasObject(Generic[S]):
     async def create(self, state: S) -> S:
         """Write `state` if the key is absent; else return what is there (however it differs)."""
         data = self.codec.encode(state)
+        failing = Backoff(self.clock)
         for attempt in range(limits.put_attempts_max):
             try:
                 etag = await self.store.put_if_absent(self.key, data)
@@ -164,7 +165,7 @@ class CasObject(Generic[S]):
                         await backoff(self.clock, attempt - 1)
                     continue
             except Transient:
-                await backoff(self.clock, attempt)
+                await failing.failed()
                 continue
             self.install(state, etag, data)
             return state

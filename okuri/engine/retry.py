@@ -37,9 +37,10 @@ class Backoff:
 
 async def retrying(clock: Clock, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Retry a read (or an idempotent write) through transient failures, within bounds."""
-    for attempt in range(limits.put_attempts_max):
+    failing = Backoff(clock)
+    for _ in range(limits.put_attempts_max):
         try:
             return await fn()
         except (Transient, Conflict, Ambiguous):
-            await backoff(clock, attempt)
+            await failing.failed()
     raise Unavailable("object store unavailable")
