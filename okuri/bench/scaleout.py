@@ -266,7 +266,7 @@ def render(result: dict[str, Any]) -> str:
 
 def cli_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m okuri.bench.scaleout",
+        prog="okuri bench scaleout",
         description="one queue on 1 to 16 simulated nodes: throughput, contention and cost",
     )
     parser.add_argument(

@@ -302,7 +302,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=option.name,
             default=None,
             metavar=option.metavar,
-            help=f"{option.help}; env {option.env}{default}",
+            # argparse formats help with %: a literal one in the text must reach it doubled.
+            help=f"{option.help}; env {option.env}{default}".replace("%", "%%"),
         )
 
 

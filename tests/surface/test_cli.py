@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from okuri.server.cli import main
+from okuri.server.cli import DELEGATES, build_parser, main
 
 
 def fake_module(monkeypatch: pytest.MonkeyPatch, name: str, code: int | None) -> list[list[str]]:
@@ -145,3 +146,34 @@ def test_a_delegate_piped_into_head_stops_quietly(tmp_path: Path) -> None:
     assert first == "seed 0"
     assert code == "141"
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def every_command() -> list[tuple[str, ...]]:
+    """Every command and subcommand the parser knows, with the delegates' own words: found by
+    walking the parser, so a command added later is covered without editing this test."""
+    found: list[tuple[str, ...]] = [()]
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append((*words, name))
+                    walk(sub, (*words, name))
+
+    walk(build_parser(), ())
+    return sorted(set(found) | set(DELEGATES))
+
+
+@pytest.mark.parametrize("words", every_command(), ids=lambda w: " ".join(w) or "okuri")
+def test_every_command_renders_its_help(words: tuple[str, ...]) -> None:
+    """`okuri ... --help` in a process of its own, as a user types it: usage printed, exit 0, no
+    traceback (a bare % in a help text once crashed `okuri serve --help`)."""
+    probe = "import sys; from okuri.server.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *words, "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.startswith("usage: okuri"), done.stdout
+    if words == ("serve",):
+        assert "+-25 %" in done.stdout  # the text that crashed it, rendered
