@@ -4,24 +4,25 @@ SQS keeps each region's queues apart: the same name in two regions is two queues
 URLs, and ListQueues shows the caller's region only. okuri serves them all from one listener
 and one bucket: the configured (home) region's queues live where they always have, each other
 region's under `regions/<region>/` through its own engine, created when that region is first
-used. A queue URL of another region carries the region in its path.
+used. A queue URL of another region carries the region in its path; a request signed for one
+region that names another's queue URL is refused, never served from its own region's queue of
+that name (okuri.sqs.queue_urls).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 
 from okuri.clock import Clock
 from okuri.engine import Engine
 from okuri.sqs.actions import SqsActions
+from okuri.sqs.queue_urls import REGION  # AWS's form: us-east-1, eu-central-2
 from okuri.store.port import ObjectStore
 from okuri.store.prefixed import PrefixedStore
 
 log = logging.getLogger("okuri.server")
 
-REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}")  # AWS's form: us-east-1, eu-central-2
 REGIONS_MAX = 64  # regions served at once; more is surely a client inventing names
 KEY_PREFIX = "regions/"
 

@@ -123,7 +123,7 @@ def checks(action: str, p: Mapping[str, Any]) -> list[tuple[Operation, str]]:
         _, source_arn = decode_handle(p["TaskHandle"])
         out = [(operation, queue_of_arn(source_arn, "SourceArn"))]
     else:
-        out = [(operation, SqsActions.queue_name(p["QueueUrl"]))]
+        out = [(operation, SqsActions.name_in_url(p["QueueUrl"]))]
     if action in ("CreateQueue", "SetQueueAttributes"):
         # A dead-letter queue is created on first use: the key must be able to create it.
         dlq = _dead_letter_queue(p.get("Attributes"))
@@ -164,5 +164,5 @@ def narrow(principal: Principal, action: str, result: dict[str, Any]) -> dict[st
     urls = result.get("queueUrls")
     if action != "ListDeadLetterSourceQueues" or not principal.namespace or urls is None:
         return result
-    inside = [u for u in urls if SqsActions.queue_name(u).startswith(principal.namespace)]
+    inside = [u for u in urls if SqsActions.name_in_url(u).startswith(principal.namespace)]
     return {**result, "queueUrls": inside}

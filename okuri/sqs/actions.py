@@ -2,9 +2,10 @@
 
 Each action takes the request's already shape-checked JSON members, applies SQS's own rules and
 limits, calls the engine, and returns the JSON members SQS answers with. Queues are named by
-URL; any URL whose last path segment is a queue's name reaches it, on every node. The fourteen
-core actions are here; tags live in `okuri.sqs.tags`, permissions in `okuri.sqs.permissions`,
-dead-letter sources and message move tasks in `okuri.sqs.move_tasks`.
+URL; a URL whose last path segment is a queue's name reaches it, on every node, unless the URL
+names a region other than the one the request is signed for. The fourteen core actions are
+here; tags live in `okuri.sqs.tags`, permissions in `okuri.sqs.permissions`, dead-letter sources
+and message move tasks in `okuri.sqs.move_tasks`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from okuri.sqs import (
     move_tasks,
     paging,
     permissions,
+    queue_urls,
     receipt_answers,
     tags,
 )
@@ -147,9 +149,19 @@ class SqsActions:
         return f"arn:aws:sqs:{self.region}:{self.account_id}:{name}"
 
     @staticmethod
-    def queue_name(url: str) -> str:
+    def name_in_url(url: str) -> str:
+        """The queue name a URL ends in, whatever region it names (QueueDoesNotExist if none)."""
         name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
         if not name or not QUEUE_NAME.fullmatch(name):
+            raise queue_does_not_exist()
+        return name
+
+    def queue_name(self, url: str) -> str:
+        """The name of this region's queue `url` addresses. A URL naming another region is
+        refused as SQS refuses one (QueueDoesNotExist), never served from this region's queue
+        of the same name (okuri.sqs.queue_urls)."""
+        name = self.name_in_url(url)
+        if queue_urls.regions_named(url, self.public_url) - {self.region}:
             raise queue_does_not_exist()
         return name
 

@@ -6,10 +6,14 @@ the manifest (`Engine.update_attributes`), so concurrent taggers never lose each
 the bound of 50 tags holds against the tags the queue really has.
 
 Limits as SQS documents them: at most 50 tags per queue, keys 1-128 characters, values 0-256,
-and a key may not start with the reserved prefix "aws:" (any case). An empty Tags map (TagQueue,
-CreateQueue) is MissingParameter and an empty TagKeys list InvalidParameterValue, with the
-codes and texts moto copies from SQS, as is the one for too many tags; the other refusal
-texts are okuri's.
+and a key may not start with the reserved prefix "aws:" (any case). TagQueue with an empty Tags
+map is MissingParameter ("The request must contain the parameter Tags.") and an empty TagKeys
+list InvalidParameterValue, with the codes and texts moto copies from SQS, as is the one for too
+many tags; the other refusal texts are okuri's. CreateQueue's `tags` are optional and an empty
+map is no tags: over the query protocol an empty map is no parameters at all, so SQS cannot
+tell it from an absent one, and its JSON front end reads an empty map as those absent
+parameters (an empty SetQueueAttributes map is refused naming the query parameter
+`Attribute.Name`: pulumi/pulumi-aws#5959).
 """
 
 from __future__ import annotations
@@ -45,11 +49,10 @@ def check_tags(
 
 
 def check_create_tags(tags: Any, queue: str) -> dict[str, str]:
-    """CreateQueue's `tags`: absent is none, but an empty map is refused, as TagQueue's is."""
+    """CreateQueue's `tags`: absent or empty is none (boto3's `tags={}` sends no tag at all
+    over the query protocol, so SQS creates the queue untagged)."""
     if tags is None:
         return {}
-    if not tags:
-        raise missing("Tags")
     return check_tags(tags, None, queue)
 
 

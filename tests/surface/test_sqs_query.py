@@ -12,10 +12,12 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import botocore.session
 import pytest
 from botocore.auth import SigV4Auth, SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.serialize import QuerySerializer
 
 from okuri.sqs.query import XMLNS
 from tests.servers import SQS_KEY, SQS_SECRET, Response, ServerProcess, http
@@ -136,6 +138,32 @@ def test_queue_lifecycle(sqs_server: ServerProcess) -> None:
     ok(send(sqs_server, {"Action": "DeleteQueue", "QueueUrl": url}), "DeleteQueue")
     missing = send(sqs_server, {"Action": "GetQueueUrl", "QueueName": "qp-life"})
     error(missing, 400, "AWS.SimpleQueueService.NonExistentQueue")
+
+
+def _as_boto3_query(action: str, params: dict[str, Any]) -> dict[str, str]:
+    """The form botocore's own query serializer makes of `params` (boto3 before late 2023)."""
+    model = botocore.session.get_session().get_service_model("sqs")
+    request = QuerySerializer().serialize_to_request(params, model.operation_model(action))
+    body: dict[str, str] = request["body"]
+    return body
+
+
+def test_empty_tag_maps_answer_as_over_json(sqs_server: ServerProcess) -> None:
+    """An empty map is no parameter at all in the query protocol: CreateQueue's `tags={}` makes
+    an untagged queue and TagQueue's `Tags={}` lacks its Tags, refused as over JSON
+    (tests/surface/test_sqs_recorded_answers.py)."""
+    form = _as_boto3_query("CreateQueue", {"QueueName": "qp-empty-tags", "tags": {}})
+    assert form == {"Action": "CreateQueue", "Version": "2012-11-05", "QueueName": "qp-empty-tags"}
+    url = ok(send(sqs_server, form), "CreateQueue").findtext("s:QueueUrl", namespaces=NS)
+    assert url and url.endswith("/qp-empty-tags")
+    listed = ok(send(sqs_server, {"Action": "ListQueueTags", "QueueUrl": url}), "ListQueueTags")
+    assert listed.findall("s:Tag", NS) == []
+
+    form = _as_boto3_query("TagQueue", {"QueueUrl": url, "Tags": {}})
+    assert form == {"Action": "TagQueue", "Version": "2012-11-05", "QueueUrl": url}
+    refused = send(sqs_server, form)
+    assert error(refused, 400, "MissingParameter") == "The request must contain the parameter Tags."
+    ok(send(sqs_server, {"Action": "DeleteQueue", "QueueUrl": url}), "DeleteQueue")
 
 
 def test_messages_round_trip_with_attributes_and_md5s(sqs_server: ServerProcess) -> None:

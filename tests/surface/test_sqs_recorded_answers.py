@@ -205,12 +205,20 @@ def test_a_well_formed_message_group_id_is_kept_on_a_standard_queue(sqs: Any, qu
     assert message["Attributes"]["MessageGroupId"] == "test"
 
 
-def test_empty_tags_and_tag_keys_are_refused(sqs: Any, queue: str) -> None:
+def test_an_empty_tags_map_creates_an_untagged_queue(sqs: Any) -> None:
+    """boto3's `create_queue(..., tags={})`: SQS creates the queue with no tags. Over the query
+    protocol botocore sends an empty map as no parameter at all, so SQS cannot tell it from no
+    tags; its JSON front end reads an empty map as those absent parameters."""
     name = f"rec-tags-{uuid.uuid4().hex[:8]}"
-    with pytest.raises(ClientError) as err:
-        sqs.create_queue(QueueName=name, tags={})
-    assert _error(err)[0] == "MissingParameter"
-    assert sqs.list_queues(QueueNamePrefix=name).get("QueueUrls") is None
+    url = sqs.create_queue(QueueName=name, tags={})["QueueUrl"]
+    assert sqs.list_queues(QueueNamePrefix=name)["QueueUrls"] == [url]
+    assert "Tags" not in sqs.list_queue_tags(QueueUrl=url)
+    assert sqs.create_queue(QueueName=name, tags={})["QueueUrl"] == url  # and again: the same
+
+
+def test_empty_tags_on_tag_queue_and_empty_tag_keys_are_refused(sqs: Any, queue: str) -> None:
+    """TagQueue's Tags are required: an empty map is SQS's MissingParameter (moto's text, taken
+    from SQS), the same over the query protocol (tests/surface/test_sqs_query.py)."""
     with pytest.raises(ClientError) as err:
         sqs.tag_queue(QueueUrl=queue, Tags={})
     assert _error(err) == (
@@ -218,6 +226,7 @@ def test_empty_tags_and_tag_keys_are_refused(sqs: Any, queue: str) -> None:
         "MissingRequiredParameterException",
         "The request must contain the parameter Tags.",
     )
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     with pytest.raises(ClientError) as err:
         sqs.untag_queue(QueueUrl=queue, TagKeys=[])
     assert _error(err)[:2] == ("InvalidParameterValue", "InvalidParameterValueException")

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import urllib.parse
 import uuid
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import boto3
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri.sqs import query
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, http
 
 
 def _client(server: ServerProcess, region: str) -> Any:
@@ -53,3 +58,139 @@ def test_a_queue_url_of_another_region_is_a_queue_path_for_the_query_protocol() 
     assert query.queue_path("/000000000000/jobs")
     assert query.queue_path("/eu-west-1/000000000000/jobs")
     assert not query.queue_path("/")
+
+
+# --- a queue URL naming another region ---------------------------------------------------------
+#
+# AWS answers a queue URL of another region than the one a request is signed for with
+# QueueDoesNotExist (the AWS CLI, given a us-west-2 queue's URL while signing for us-east-2,
+# reports AWS.SimpleQueueService.NonExistentQueue "The specified queue does not exist.":
+# danvk/mapsnap#436). okuri answers so whether or not the signing region has a queue of that
+# name: it never serves one region's queue for another's URL.
+
+
+def _missing(err: pytest.ExceptionInfo[ClientError]) -> None:
+    e = err.value.response["Error"]
+    assert (e["Code"], e["QueryErrorCode"], e["Message"]) == (
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "QueueDoesNotExist",
+        "The specified queue does not exist.",
+    )
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+
+
+def _bodies(client: Any, url: str) -> list[str]:
+    got = client.receive_message(QueueUrl=url, WaitTimeSeconds=1, MaxNumberOfMessages=10)
+    return [m["Body"] for m in got.get("Messages", [])]
+
+
+def test_another_regions_queue_url_is_refused_not_served_from_the_signing_region(
+    sqs_server: ServerProcess,
+) -> None:
+    home, other = _client(sqs_server, "us-east-1"), _client(sqs_server, "eu-west-1")
+    name = f"regional-url-{uuid.uuid4().hex[:8]}"
+    home_url = home.create_queue(QueueName=name)["QueueUrl"]
+    other_url = other.create_queue(QueueName=name)["QueueUrl"]
+    assert f"/eu-west-1/000000000000/{name}" in other_url
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("send_message", {"MessageBody": "strayed"}),
+        ("receive_message", {}),
+        ("get_queue_attributes", {"AttributeNames": ["All"]}),
+        ("tag_queue", {"Tags": {"team": "blue"}}),
+        ("purge_queue", {}),
+        ("delete_queue", {}),
+    ]
+    for method, params in calls:
+        with pytest.raises(ClientError) as err:
+            getattr(home, method)(QueueUrl=other_url, **params)
+        _missing(err)
+    # Neither region's queue was touched: both still exist, empty and untagged.
+    assert _bodies(home, home_url) == [] and _bodies(other, other_url) == []
+    assert "Tags" not in home.list_queue_tags(QueueUrl=home_url)
+    assert "Tags" not in other.list_queue_tags(QueueUrl=other_url)
+
+    # SQS's own URL shapes name their region in the host.
+    aws_other = f"https://sqs.eu-west-1.amazonaws.com/000000000000/{name}"
+    with pytest.raises(ClientError) as err:
+        home.send_message(QueueUrl=aws_other, MessageBody="strayed")
+    _missing(err)
+    other.send_message(QueueUrl=aws_other, MessageBody="eu")
+    home.send_message(
+        QueueUrl=f"https://sqs.us-east-1.amazonaws.com/000000000000/{name}", MessageBody="us"
+    )
+    assert _bodies(other, other_url) == ["eu"] and _bodies(home, home_url) == ["us"]
+
+
+def test_a_queue_only_another_region_has_is_missing_from_the_signing_region(
+    sqs_server: ServerProcess,
+) -> None:
+    home, other = _client(sqs_server, "us-east-1"), _client(sqs_server, "eu-west-1")
+    name = f"regional-only-{uuid.uuid4().hex[:8]}"
+    other_url = other.create_queue(QueueName=name)["QueueUrl"]
+    with pytest.raises(ClientError) as err:
+        home.get_queue_attributes(QueueUrl=other_url, AttributeNames=["QueueArn"])
+    _missing(err)
+    with pytest.raises(ClientError) as err:
+        home.get_queue_url(QueueName=name)
+    assert err.value.response["Error"]["Code"] == "AWS.SimpleQueueService.NonExistentQueue"
+
+
+def test_a_queue_url_naming_no_region_addresses_the_signing_regions_queue(
+    sqs_server: ServerProcess,
+) -> None:
+    home, other = _client(sqs_server, "us-east-1"), _client(sqs_server, "eu-west-1")
+    name = f"regional-bare-{uuid.uuid4().hex[:8]}"
+    home_url = home.create_queue(QueueName=name)["QueueUrl"]
+    other_url = other.create_queue(QueueName=name)["QueueUrl"]
+    bare = f"{sqs_server.url}/000000000000/{name}"
+    assert home_url == bare  # the configured region's URLs name no region
+    home.send_message(QueueUrl=bare, MessageBody="us")
+    other.send_message(QueueUrl=bare, MessageBody="eu")
+    other.send_message(QueueUrl=name, MessageBody="eu by name")
+    assert _bodies(home, home_url) == ["us"]
+    assert sorted(_bodies(other, other_url)) == ["eu", "eu by name"]
+
+
+def _query(
+    server: ServerProcess, params: dict[str, str], region: str, path: str = "/"
+) -> tuple[int, str, str]:
+    """A query-protocol POST signed for `region`: (status, error code, error message)."""
+    body = urllib.parse.urlencode({"Version": "2012-11-05", **params})
+    request = AWSRequest(
+        "POST",
+        server.url + path,
+        data=body,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    SigV4Auth(Credentials(SQS_KEY, SQS_SECRET), "sqs", region).add_auth(request)
+    got = http("POST", server.url + path, body.encode(), dict(request.headers.items()))
+    if got.status == 200:
+        return got.status, "", ""
+    root = ET.fromstring(got.body)
+    ns = {"s": query.XMLNS}
+    return (
+        got.status,
+        root.findtext("s:Error/s:Code", namespaces=ns) or "",
+        root.findtext("s:Error/s:Message", namespaces=ns) or "",
+    )
+
+
+def test_the_query_protocol_refuses_another_regions_queue_url_alike(
+    sqs_server: ServerProcess,
+) -> None:
+    home, other = _client(sqs_server, "us-east-1"), _client(sqs_server, "eu-west-1")
+    name = f"regional-query-{uuid.uuid4().hex[:8]}"
+    home_url = home.create_queue(QueueName=name)["QueueUrl"]
+    other_url = other.create_queue(QueueName=name)["QueueUrl"]
+    path = urllib.parse.urlsplit(other_url).path
+    missing = (
+        400,
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "The specified queue does not exist for this wsdl version.",
+    )
+    send = {"Action": "SendMessage", "MessageBody": "strayed"}
+    assert _query(sqs_server, {**send, "QueueUrl": other_url}, "us-east-1") == missing
+    assert _query(sqs_server, send, "us-east-1", path) == missing  # posted to the queue's URL
+    assert _query(sqs_server, send | {"MessageBody": "eu"}, "eu-west-1", path)[0] == 200
+    assert _bodies(home, home_url) == [] and _bodies(other, other_url) == ["eu"]
