@@ -227,12 +227,10 @@ def _results(m: Any) -> Doc:
 
 def _exchange(m: pb.Exchange) -> Doc:
     return {
-        "exchange": {
-            "name": m.name,
-            "type": m.type,
-            "bindings": [{"queue": b.queue, "routing_key": b.routing_key} for b in m.bindings],
-            "created_at": rfc3339(m.created_at),
-        }
+        "name": m.name,
+        "type": m.type,
+        "bindings": [{"queue": b.queue, "routing_key": b.routing_key} for b in m.bindings],
+        "created_at": rfc3339(m.created_at),
     }
 
 

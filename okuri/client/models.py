@@ -131,7 +131,7 @@ class Exchange:
 
     @classmethod
     def from_doc(cls, doc: Any) -> Exchange:
-        d = _obj(_obj(doc, "answer").get("exchange"), "exchange")
+        d = _obj(doc, "exchange")
         bindings = []
         for b in _get(d, "bindings", list):
             b = _obj(b, "binding")

@@ -55,13 +55,12 @@ def _routing_key(doc: codec.Obj) -> str:
 
 
 def render(st: ExchangeState) -> dict[str, Any]:
+    """The exchange itself, not wrapped: one resource answers as itself, as a queue does."""
     return {
-        "exchange": {
-            "name": st.name,
-            "type": st.type,
-            "bindings": [{"queue": b.queue, "routing_key": b.routing_key} for b in st.bindings],
-            "created_at": codec.rfc3339(st.created_ms),
-        }
+        "name": st.name,
+        "type": st.type,
+        "bindings": [{"queue": b.queue, "routing_key": b.routing_key} for b in st.bindings],
+        "created_at": codec.rfc3339(st.created_ms),
     }
 
 

@@ -203,12 +203,11 @@ def leased(doc: dict[str, Any]) -> pb.LeaseResponse:
 
 
 def exchange(doc: dict[str, Any]) -> pb.Exchange:
-    ex = doc["exchange"]
     return pb.Exchange(
-        name=ex["name"],
-        type=ex["type"],
-        bindings=[pb.Binding(**b) for b in ex["bindings"]],
-        created_at=timestamp(ex["created_at"]),
+        name=doc["name"],
+        type=doc["type"],
+        bindings=[pb.Binding(**b) for b in doc["bindings"]],
+        created_at=timestamp(doc["created_at"]),
     )
 
 

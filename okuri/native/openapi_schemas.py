@@ -372,18 +372,14 @@ SCHEMAS |= {
     },
     "Exchange": obj(
         {
-            "exchange": obj(
-                {
-                    "name": ref("ExchangeName"),
-                    "type": ref("ExchangeType"),
-                    "bindings": {
-                        "type": "array",
-                        "items": _BINDING,
-                        "maxItems": limits.exchange_bindings_max,
-                    },
-                    "created_at": _time("When the exchange was declared."),
-                }
-            )
+            "name": ref("ExchangeName"),
+            "type": ref("ExchangeType"),
+            "bindings": {
+                "type": "array",
+                "items": _BINDING,
+                "maxItems": limits.exchange_bindings_max,
+            },
+            "created_at": _time("When the exchange was declared."),
         }
     ),
     "CreateExchange": obj({"name": ref("ExchangeName"), "type": ref("ExchangeType")}),

@@ -151,6 +151,28 @@ def test_list_is_paged_and_filtered_by_prefix(server: ServerProcess) -> None:
     assert seen == names
 
 
+def test_one_queue_or_exchange_answers_as_itself_not_wrapped(server: ServerProcess) -> None:
+    """A GET of one resource answers the resource's own fields at the top, a queue's and an
+    exchange's alike, and so do the create and bind that answer "the exchange"."""
+    name, exchange = fresh(), fresh("ns-x")
+    created_queue = ok(call(server, "POST", "/v1/queues", {"name": name}))
+    got_queue = ok(call(server, "GET", f"/v1/queues/{name}"))
+    assert set(got_queue) == {"name", "fifo", "attributes", "stats", "created_at"}
+    assert got_queue["name"] == name and set(created_queue) == set(got_queue)
+
+    binding = {"queue": name, "routing_key": "a.#"}
+    declared = ok(call(server, "POST", "/v1/exchanges", {"name": exchange, "type": "topic"}))
+    bound = ok(call(server, "POST", f"/v1/exchanges/{exchange}/bind", binding))
+    got = ok(call(server, "GET", f"/v1/exchanges/{exchange}"))
+    assert set(got) == {"name", "type", "bindings", "created_at"}
+    assert (got["name"], got["type"]) == (exchange, "topic")
+    assert got["bindings"] == [binding]
+    assert bound == got and declared == {**got, "bindings": []}
+    assert ok(call(server, "POST", f"/v1/exchanges/{exchange}/unbind", binding)) == declared
+    ok(call(server, "DELETE", f"/v1/exchanges/{exchange}"))
+    ok(call(server, "DELETE", f"/v1/queues/{name}"))
+
+
 # --- messages --------------------------------------------------------------------------------
 
 

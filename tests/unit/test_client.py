@@ -38,6 +38,7 @@ from okuri.client.http import ROUTES as CLIENT_ROUTES
 from okuri.client.retries import next_wait_s
 from okuri.native.routes import ROUTES as SERVER_ROUTES
 from tests.clients import KINDS, open_client
+from tests.openapi_doc import by_id, check_answer
 
 URL = "http://okuri.test:8080"
 KEY = "test-key-0123456789"
@@ -259,6 +260,31 @@ def test_answers_are_typed_values_and_leased_bodies_are_exact_bytes(kind: str) -
     assert blob.body == b"\x00\x01\xff" and blob.headers == {}
     with pytest.raises(UnicodeDecodeError):
         _ = blob.text
+
+
+EXCHANGE_DOC = {
+    "name": "events",
+    "type": "topic",
+    "bindings": [{"queue": "emails", "routing_key": "email.#"}],
+    "created_at": T0,
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_exchange_answer_is_the_bare_exchange_the_document_describes(kind: str) -> None:
+    """Get, declare, bind and unbind answer the exchange itself, as a get of a queue answers
+    the queue; the client reads that shape, the OpenAPI document's, and no wrapped one."""
+    for operation in ("get_exchange", "create_exchange", "bind", "unbind"):
+        check_answer(by_id(operation), 200, EXCHANGE_DOC)
+    server = FakeServer(ok(EXCHANGE_DOC), ok({"exchange": EXCHANGE_DOC}))
+    with server.client(kind) as c:
+        got = c.get_exchange("events")
+        with pytest.raises(ServerError) as caught:
+            c.get_exchange("events")
+    assert (got.name, got.type) == ("events", "topic")
+    assert got.created_at == datetime(2026, 12, 1, 10, tzinfo=UTC)
+    assert [(b.queue, b.routing_key) for b in got.bindings] == [("emails", "email.#")]
+    assert caught.value.code == "bad_answer"
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -285,6 +285,17 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
     ("retried", {"results": ["retried", "dead", "gone"]}, results(pb.RetryResponse)),
     ("extended", {"results": ["extended", "invalid"]}, results(pb.ExtendResponse)),
     ("redriven", {"moved": 3}, lambda doc: pb.RedriveResponse(moved=doc["moved"])),
+    (
+        "exchange",
+        {
+            "name": "events",
+            "type": "topic",
+            "bindings": [{"queue": "emails", "routing_key": "email.#"}],
+            "created_at": T0,
+        },
+        served.exchange,
+    ),
+    ("exchange page", {"exchanges": ["events"], "next": None}, served.exchanges),
 ]
 
 

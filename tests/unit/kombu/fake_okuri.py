@@ -369,12 +369,10 @@ class FakeOkuri:
 
     def _exchange_doc(self, exchange: FakeExchange) -> dict[str, Any]:
         return {
-            "exchange": {
-                "name": exchange.name,
-                "type": exchange.type,
-                "bindings": [{"queue": q, "routing_key": k} for q, k in exchange.bindings],
-                "created_at": _time(0),
-            }
+            "name": exchange.name,
+            "type": exchange.type,
+            "bindings": [{"queue": q, "routing_key": k} for q, k in exchange.bindings],
+            "created_at": _time(0),
         }
 
     # --- helpers -----------------------------------------------------------------------------
@@ -434,7 +432,7 @@ def _time(seconds: float) -> str:
 
 def fake_transport(fake: FakeOkuri) -> type[Transport]:
     """A Transport class whose client is `fake`'s, whose keeper is a ManualKeeper, and whose
-    clock is `fake.now`."""
+    clock is `fake.now`, which its waits between polls move on instead of sleeping."""
 
     class FakeTransport(Transport):
         def __init__(self, client: Any, **kwargs: Any) -> None:
@@ -448,5 +446,8 @@ def fake_transport(fake: FakeOkuri) -> type[Transport]:
 
         def new_keeper(self, client: Client) -> LeaseKeeper:
             return ManualKeeper(client, self.options.lease_s, clock=self.clock, pace_s=0.0)
+
+        def pause(self, seconds: float) -> None:
+            fake.now += seconds  # the drain's wait between polls, in the fake's time
 
     return FakeTransport
