@@ -314,12 +314,14 @@ class Channel(virtual.Channel):
         drain_events then waits for an ack or a consumer, so that its loop never spins)."""
         if not self.can_lease():
             raise Empty()
-        self.cycle.get(callback or self.connection._deliver, timeout=timeout)
+        # A deadline, not the timeout, to each queue: their long polls add up within it.
+        deadline = None if timeout is None else self.connection.clock() + timeout
+        self.cycle.get(callback or self.connection._deliver, deadline=deadline)
 
-    def _lease_and_deliver(self, queue: str, callback: Any, timeout: float | None = None) -> None:
+    def _lease_and_deliver(self, queue: str, callback: Any, deadline: float | None = None) -> None:
         room = self.qos.can_consume_max_estimate()
         most = BATCH_MAX if room is None else min(max(room, 1), BATCH_MAX)
-        wait_s = self._wait_s(queue, timeout)
+        wait_s = self._wait_s(queue, deadline)
         if wait_s == NO_POLL:  # an auto_delete queue beside others, polled a moment ago
             raise Empty()
         payloads = self._lease(queue, most, wait_s, queue in self._noack_queues)
@@ -328,14 +330,15 @@ class Channel(virtual.Channel):
         for payload in payloads:
             callback(payload, queue)
 
-    def _wait_s(self, queue: str, timeout: float | None) -> int:
-        """The long poll of a lease of `queue`, or NO_POLL (okuri_kombu/pacing.py)."""
+    def _wait_s(self, queue: str, deadline: float | None) -> int:
+        """The long poll of a lease of `queue` ending by `deadline` at the latest (give or take
+        pacing.POLL_SLACK_S), or NO_POLL (okuri_kombu/pacing.py)."""
         connection = self.connection
         now = connection.clock()
         aux = connection.arguments(queue).auto_delete and connection.consumes_other_than_auto()
         wait_s = poll_wait_s(
             self.options.wait_time_s,
-            timeout,
+            None if deadline is None else max(0.0, deadline - now),
             queues_consumed=connection.consumed_count(),
             auto_delete_beside_others=aux,
             since_poll_s=now - self._aux_polled_at.get(queue, float("-inf")),

@@ -14,6 +14,10 @@ window's room, the clock, what the connection consumes.
   short-polled between them, at most every AUX_POLL_S: a worker sees `celery inspect` within
   about a second however long its task queue's poll is, and a busy worker does not send a
   remote-control poll per task.
+- **A long poll takes whole seconds** (okuri's wait is a whole number of seconds): a drain long-
+  polls the whole seconds it has left, counting one that lacks at most POLL_SLACK_S (a
+  `drain_events(timeout=1)` has 0.999 s left by its lease); less than that is a short poll, and
+  the transport waits out the rest (okuri_kombu/transport.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ MULTI_QUEUE_WAIT_S = 1  # the long poll per queue when a channel consumes from s
 LEASE_BATCH_WAIT_S = 0.02  # how long a small lease waits for more room
 AUX_POLL_S = 0.1  # an auto_delete queue beside others is short-polled at most this often
 NO_POLL = -1  # poll_wait_s: not now
+POLL_SLACK_S = 0.1  # a long poll may outlast the drain's timeout by this much
 
 
 def lease_wait_s(room: int | None, window: int, leased_at: float, now: float) -> float | None:
@@ -47,12 +52,12 @@ def poll_wait_s(
     """The long poll of one lease of a queue: 0 (a short poll) for an auto_delete queue beside
     others, or NO_POLL when it was polled less than AUX_POLL_S ago; else the transport's
     `wait_time_s`, a second at most when the connection consumes several queues, within the
-    drain's `timeout`."""
+    drain's `timeout` (the time it has left), rounded down to whole seconds within POLL_SLACK_S."""
     if auto_delete_beside_others:
         return NO_POLL if since_poll_s < AUX_POLL_S else 0
     wait_s = wait_time_s
     if queues_consumed > 1:
         wait_s = min(wait_s, MULTI_QUEUE_WAIT_S)
     if timeout is not None:
-        wait_s = min(wait_s, int(timeout))
+        wait_s = min(wait_s, int(timeout + POLL_SLACK_S))
     return max(wait_s, 0)

@@ -40,6 +40,7 @@ from okuri.client import (
 from .arguments import QueueArguments
 from .channel import Channel
 from .exchanges import Exchanges, ExchangeTypeError
+from .http import HttpClient
 from .keeper import LeaseKeeper
 from .names import QueueNameError, okuri_queue_name
 from .options import Options
@@ -129,7 +130,7 @@ class Transport(virtual.Transport):
 
     def new_client(self) -> Client:
         """The okuri client this connection talks through (a test may override this)."""
-        self._http = httpx.Client(verify=_verify(self.conninfo.ssl))
+        self._http = HttpClient(verify=_verify(self.conninfo.ssl))  # logs at DEBUG, not INFO
         return Client(
             self.base_url(), self.key(), timeout_s=self.options.timeout_s, http=self._http
         )
@@ -238,12 +239,14 @@ class Transport(virtual.Transport):
     # --- the connection ----------------------------------------------------------------------
 
     def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
-        """Deliver what one lease brings; socket.timeout (TimeoutError) after `timeout` s.
+        """Deliver what one lease brings; socket.timeout (TimeoutError) once `timeout` s passed.
 
-        As kombu's virtual transport, but each lease long-polls only for the time left, and
-        none starts with less than a second left (it could only be a short poll, and a loop of
-        them spins), so a drain ends within about its timeout: a stopping Celery worker, which
-        drains with a timeout of two seconds, sees its stop flag that soon."""
+        As kombu's virtual transport, but each lease long-polls only for the time left, and the
+        time a lease cannot wait on okuri (the part under a second: okuri waits whole seconds)
+        is waited here after a short poll, so a drain ends at about its timeout, neither much
+        later (a stopping Celery worker, which drains with a timeout of two seconds, sees its
+        stop flag that soon) nor sooner: kombu's ConsumerMixin (`celery events`, Flower) and
+        SimpleQueue.get drain again at once, and would spin. `timeout` 0 polls once."""
         deadline = None if timeout is None else self.clock() + timeout
         cycle: Any = self.cycle
         while True:
@@ -254,20 +257,34 @@ class Transport(virtual.Transport):
                 cycle.get(self._deliver, timeout=left_s)
                 return
             except Empty:
-                left_s = None if deadline is None else deadline - self.clock()
-                if not self.long_polled:
-                    # Nothing waited on okuri (no room, no consumer, or short polls only):
-                    # wait here, for an ack or a consumer at most, never spinning.
-                    pause_s = min(self.polling_interval or IDLE_WAIT_S, self._lease_wait_s())
-                    self.ready.wait(pause_s if left_s is None else max(0.0, min(left_s, pause_s)))
-                    left_s = None if deadline is None else deadline - self.clock()
-                elif self.polling_interval:
-                    time.sleep(
-                        min(self.polling_interval, max(0.0, left_s or self.polling_interval))
-                    )
-                    left_s = None if deadline is None else deadline - self.clock()
-                if left_s is not None and left_s < 1:
+                pass
+            pause_s = self._pause_s()
+            if deadline is not None:
+                left_s = deadline - self.clock()
+                if left_s <= 0:
                     raise TimeoutError() from None  # socket.timeout
+                pause_s = min(pause_s, left_s)
+            if pause_s > 0:
+                self.pause(pause_s)
+            if deadline is not None and self.clock() >= deadline:
+                raise TimeoutError() from None
+
+    def _pause_s(self) -> float:
+        """How long to wait after a round that brought nothing, before the next: after a long
+        poll, kombu's `polling_interval` (0 unless set); when no channel may lease yet, until
+        one may (an ack or a consumer ends the pause sooner); when one could but short-polled
+        only (less than a second left, `wait_time_s` 0, auto_delete queues between polls),
+        `polling_interval` or a second: never a loop of short polls."""
+        if self.long_polled:
+            return float(self.polling_interval or 0.0)
+        pause_s = float(self.polling_interval or IDLE_WAIT_S)
+        lease_wait_s = self._lease_wait_s()
+        return min(pause_s, lease_wait_s) if lease_wait_s > 0 else pause_s
+
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds`, or until an ack, a consumer or a closing channel (a test may
+        override this)."""
+        self.ready.wait(seconds)
 
     def _lease_wait_s(self) -> float:
         """How long until a channel may lease whatever an ack does (Channel.lease_wait_s)."""

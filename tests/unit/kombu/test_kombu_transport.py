@@ -247,16 +247,42 @@ class TestConsuming:
         waits = [r.doc["request_timeout_s"] for r in fake.seen("lease")]
         assert waits[0] == 0 and max(waits[1:]) <= 3
 
+    @pytest.mark.parametrize(
+        ("timeout", "waits"),
+        [
+            (0.95, [1]),  # a second but for the drain's own start: long-polled
+            (0.3, [0]),  # under a second: a short poll, then the rest waited here
+            (2.5, [2, 0]),  # whole seconds long-polled, then the rest
+            (0, [0]),  # kombu's non-blocking poll: one short poll, no wait
+        ],
+    )
+    def test_a_drain_on_an_empty_queue_lasts_its_whole_timeout_with_a_poll_or_two(
+        self, fake: FakeOkuri, connect: Any, timeout: float, waits: list[int]
+    ) -> None:
+        """kombu's ConsumerMixin (`celery events`, Flower) drains again as soon as a drain
+        times out: one that ended early would spin, leasing hundreds of times a second."""
+        conn, _ = self.setup_queue(fake, connect, 0)
+        with Consumer(conn, [Queue("jobs")], callbacks=[lambda b, m: None]):
+            started = fake.now
+            with pytest.raises(socket.timeout):
+                conn.drain_events(timeout=timeout)
+            lasted_s = fake.now - started
+        assert [r.doc["request_timeout_s"] for r in fake.seen("lease")] == waits
+        assert timeout - 1e-9 <= lasted_s <= max(timeout, 1)  # never shorter; a bit longer, maybe
+
     def test_each_of_several_queues_is_long_polled_a_second_at_most(
         self, fake: FakeOkuri, connect: Any
     ) -> None:
         conn = connect(wait_time_s=10)
         consumer = Consumer(conn, [Queue("a"), Queue("b")], callbacks=[lambda b, m: None])
+        started = fake.now
         with consumer, pytest.raises(socket.timeout):
             conn.drain_events(timeout=5)
-        waits = {r.doc["request_timeout_s"] for r in fake.seen("lease")}
-        assert waits == {MULTI_QUEUE_WAIT_S}
+        waits = [r.doc["request_timeout_s"] for r in fake.seen("lease")]
+        assert max(waits) == MULTI_QUEUE_WAIT_S and set(waits) <= {0, MULTI_QUEUE_WAIT_S}
         assert {r.queue for r in fake.seen("lease")} == {"a", "b"}
+        # Their polls add up within the timeout: the last queue has no time left to wait.
+        assert fake.now - started == pytest.approx(5)
 
     def test_reject_with_requeue_gives_the_same_item_back_at_once(
         self, fake: FakeOkuri, connect: Any

@@ -228,6 +228,9 @@ class TestPacing:
         [
             ((10, None), {"queues_consumed": 1}, 10),
             ((10, 2.5), {"queues_consumed": 1}, 2),  # within the drain's timeout
+            ((10, 0.95), {"queues_consumed": 1}, 1),  # a second, less the drain's start
+            ((10, 1.95), {"queues_consumed": 1}, 2),
+            ((10, 0.85), {"queues_consumed": 1}, 0),  # under a second: a short poll
             ((10, None), {"queues_consumed": 2}, MULTI_QUEUE_WAIT_S),
             ((10, 0.5), {"queues_consumed": 2}, 0),
             ((10, None), {"queues_consumed": 2, "auto_delete_beside_others": True}, 0),
