@@ -9,19 +9,31 @@ STAMP := $(VENV)/.installed
 
 RUNTIME := $(VENV)/.runtime
 
-# `make serve` needs only okuri's runtime dependencies; the test toolchain comes with `make test`.
+# pip's flags for every install here. Forgetting the old name removes this checkout's install
+# under the distribution name it had before okuri-queue (or PyPI's unrelated `okuri`, never wanted
+# here) and the metadata setuptools left for it in the checkout.
+PIP := $(BIN)/python -m pip --disable-pip-version-check --no-input
+PIP_FORGET_OLD_NAME := { $(PIP) uninstall --quiet --yes okuri >/dev/null 2>&1 || true; \
+	rm -rf okuri.egg-info; }
+
+# `make serve` needs okuri's runtime dependencies and the README quickstarts' SQS clients (boto3
+# and the AWS CLI, the `clients` extra, bounded to okuri's botocore); the test toolchain comes
+# with `make test`.
 $(RUNTIME): pyproject.toml
-	@echo "Installing okuri and its runtime dependencies into $(VENV) (first run only)..."
+	@echo "Installing okuri, its runtime dependencies and the quickstarts' clients (boto3, AWS CLI)" \
+		"into $(VENV) (first run only: up to a minute and a half)..."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e .
+	@$(PIP_FORGET_OLD_NAME)
+	@$(PIP) install --quiet -e '.[clients]'
 	@touch $@
 
 $(STAMP): pyproject.toml
 	@echo "Installing okuri with its test and lint toolchain into $(VENV) (first run only)..."
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-input -e '.[dev]'
-	touch $(STAMP)
+	$(PIP) install --quiet --upgrade pip
+	@$(PIP_FORGET_OLD_NAME)
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(STAMP) $(RUNTIME)
 
 install: $(STAMP)
 
@@ -39,10 +51,11 @@ test: lint clients compose-test
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider \
 		--ignore=tests/compose --durations=25
 
-# The everyday tier, about two minutes: lint and types, unit tests, the store contract (on a local
-# directory and on a real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients.
+# The everyday tier: lint and types, unit tests, the store contract (on a local directory and on a
+# real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients. The tests run
+# in one pytest worker per core. Times are in the README.
 check: lint
-	$(BIN)/python -m pytest tests/unit tests/store -q -p no:cacheprovider -m "not slow"
+	$(BIN)/python -m pytest tests/unit tests/store -q -p no:cacheprovider -m "not slow" -n auto
 	$(BIN)/okuri dst --seeds 100
 
 # Regenerate the native API's gRPC modules (okuri/api/v1/) after changing its .proto (beside

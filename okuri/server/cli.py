@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import sys
 
@@ -47,6 +48,11 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
     ),
 }
 
+
+DISTRIBUTION = "okuri-queue"  # okuri's name on package indexes; the import package is `okuri`
+# An unrelated project that holds the name `okuri` on the Python package index and also installs
+# an import package named `okuri`.
+FOREIGN_DISTRIBUTION = "okuri"
 
 SIGPIPE_EXIT = 128 + 13  # what a shell reports for a process killed by SIGPIPE
 
@@ -122,8 +128,28 @@ def _delegate(words: tuple[str, ...], argv: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
+def foreign_distribution_warning() -> str | None:
+    """A warning when the unrelated `okuri` distribution is installed beside this one.
+
+    pip lets both write the folder `okuri/` of site-packages: whichever was installed last owns
+    the files they share, and uninstalling either deletes them from under the other.
+    """
+    try:
+        version = importlib.metadata.version(FOREIGN_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return (
+        f"okuri: warning: the unrelated distribution `{FOREIGN_DISTRIBUTION}` {version} is "
+        f"installed beside {DISTRIBUTION}; both install the import package `okuri`, so whichever "
+        f"was installed last owns its files. Run `pip uninstall {FOREIGN_DISTRIBUTION} "
+        f"{DISTRIBUTION}`, then install {DISTRIBUTION} again."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if (warning := foreign_distribution_warning()) is not None:
+        print(warning, file=sys.stderr)
     head, rest, delegate = _split(argv)
     parser = build_parser()
     try:

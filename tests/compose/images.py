@@ -15,7 +15,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,46 @@ CA_VARIABLES = ("PIP_CERT", "SSL_CERT_FILE")  # the CA bundle pip must trust, wh
 PROBE_S = 30.0
 BUILD_S = 900.0
 DEBOOTSTRAP_S = 900.0
+
+
+STEP_LINE = re.compile(r"^(\[[^]]+\] )?STEP \d+/\d+: ")  # podman's and buildah's step headers
+
+
+def say(text: str) -> None:
+    """Progress for the person waiting: straight to the terminal, past pytest's capture (a first
+    build takes minutes, and a silent one looks hung)."""
+    stream = sys.__stderr__
+    if stream is not None:
+        stream.write(f"compose-test: {text}\n")
+        stream.flush()
+
+
+def run_logged(command: list[str], log: Path, timeout_s: float, label: str) -> int:
+    """Run `command` with its output appended to `log`, echoing the build's step lines."""
+    started = time.monotonic()
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(command)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                out.write(raw)
+                line = raw.decode(errors="replace").rstrip()
+                if STEP_LINE.match(line):
+                    say(f"  {label}: {line[:110]}")
+            code = proc.wait()
+        finally:
+            timer.cancel()
+    say(
+        f"{label}: {'done' if code == 0 else f'failed (exit {code})'} in "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    return code
 
 
 class ContainersUnavailable(Exception):
@@ -190,13 +233,14 @@ def ensure_debian(engine: Engine, log: Path) -> str:
             "debootstrap", "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}",
             codename, str(root), mirror,
         ]  # fmt: skip
-        with open(log, "ab") as out:
-            done = subprocess.run(
-                command, stdout=out, stderr=subprocess.STDOUT, timeout=DEBOOTSTRAP_S, check=False
-            )
-        if done.returncode != 0:
+        say(
+            f"making the Debian {codename} base image with debootstrap (first run only; "
+            f"several minutes; log: {log})"
+        )
+        code = run_logged(command, log, DEBOOTSTRAP_S, f"debootstrap {codename}")
+        if code != 0:
             raise ContainersUnavailable(
-                f"debootstrap {codename} from {mirror} failed (exit {done.returncode}); "
+                f"debootstrap {codename} from {mirror} failed (exit {code}); "
                 f"see {log}:\n{log.read_text(errors='replace')[-3000:]}"
             )
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
@@ -244,18 +288,11 @@ def build(
         command += ["--target", target]
     for key, value in (args or {}).items():
         command += ["--build-arg", f"{key}={value}"]
-    with open(log, "ab") as out:
-        out.write(f"\n$ {' '.join(command)} {context}\n".encode())
-        out.flush()
-        done = subprocess.run(
-            [*command, str(context)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            timeout=BUILD_S,
-            check=False,
-        )
-    if done.returncode != 0:
+    say(
+        f"building {tag} ({'cached layers are reused' if before else 'first build: minutes'}; "
+        f"log: {log})"
+    )
+    if run_logged([*command, str(context)], log, BUILD_S, tag) != 0:
         tail = log.read_text(errors="replace")[-4000:]
         raise ContainersUnavailable(f"building {tag} failed; see {log}:\n{tail}")
     after = engine.image_id(tag)

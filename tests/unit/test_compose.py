@@ -516,3 +516,29 @@ def test_builds_trust_the_ca_bundle_the_environment_names(tmp_path: Path) -> Non
 def test_an_unknown_engine_choice_is_refused_saying_what_to_choose() -> None:
     with pytest.raises(compose_images.ContainersUnavailable, match="docker or podman"):
         compose_images.detect_engine({"OKURI_COMPOSE_ENGINE": "lxc"})
+
+
+def test_an_image_build_shows_its_progress_and_keeps_its_whole_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first `make compose-test` builds images for minutes: each build's steps reach the
+    terminal past pytest's capture, and all of its output reaches the log."""
+    shown: list[str] = []
+    monkeypatch.setattr(compose_images, "say", shown.append)
+    engine = compose_images.Engine("podman", "podman-compose")
+    monkeypatch.setattr(compose_images.Engine, "image_id", lambda self, tag: None)
+    fake = tmp_path / "podman"
+    fake.write_text(
+        "#!/bin/sh\necho 'STEP 1/2: FROM base'\necho 'noise'\necho '[okuri] STEP 2/2: RUN x'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    log = tmp_path / "build.log"
+    compose_images.build(engine, "localhost/x", tmp_path / "Containerfile", tmp_path, log)
+    assert shown[0].startswith("building localhost/x (first build: minutes; log: ")
+    assert shown[1:3] == [
+        "  localhost/x: STEP 1/2: FROM base",
+        "  localhost/x: [okuri] STEP 2/2: RUN x",
+    ]
+    assert re.fullmatch(r"localhost/x: done in \d+ s", shown[3]), shown
+    assert "noise" in log.read_text()
