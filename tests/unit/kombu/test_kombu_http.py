@@ -27,6 +27,9 @@ def test_at_info_the_transports_requests_are_not_logged_but_other_clients_are(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)  # the root logger, as `celery worker --loglevel=INFO` sets it
+    # httpx's own logger as its default leaves it (another test of the session may have quieted
+    # it, as tests/smoke/celery/smoke_app.py does for its worker)
+    caplog.set_level(logging.NOTSET, logger="httpx")
     with HttpClient(transport=httpx.MockTransport(_answer)) as ours:
         ours.post("http://okuri.test/v1/queues/jobs/lease")
     assert _requests_logged(caplog, logging.DEBUG) == []
