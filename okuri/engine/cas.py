@@ -4,6 +4,15 @@ It knows nothing of queues (SlateDB's pattern): read and cache the object, apply
 check the named invariants, put it back conditionally; on 412 re-read and apply the same change
 to the new state, so a result always describes what was actually written; resolve an ambiguous
 reply (a write that may or may not have landed) by looking for the change's commit token.
+
+What the cache is known to show: a state is current at some moment between the sending of the
+request that returned it (a read, or the write that made it) and its reply, and may have been
+replaced any time after. So the cache remembers when that request was *sent* (`Sent`), never
+when its reply came, and a change that writes nothing (a delete that finds its receipt stale)
+is trusted only on a state whose request was sent after the change was asked for. Judged on a
+reply's arrival instead, a node whose own write had been replaced while its reply travelled
+answered a delete "stale" (success, on SQS) against a lease another node had just handed out,
+and that message came back after its delete was answered (simulator, issue 28).
 """
 
 from __future__ import annotations
@@ -57,6 +66,18 @@ class Codec(Protocol[S]):
         """Is `state` a tombstone: an object being deleted, read as missing?"""
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Sent:
+    """When a request about the object was sent: its place among this object's requests (an
+    order that also holds within one instant of a simulated clock) and the time."""
+
+    ticket: int
+    at_s: float
+
+
+NEVER = Sent(-1, -1e18)
+
+
 @dataclass(frozen=True, slots=True)
 class Change(Generic[S, R]):
     """What a pure change made of a state: the state to write (None: nothing to write)."""
@@ -97,8 +118,9 @@ class CasObject(Generic[S]):
         self.etag = ""
         self.data = b""  # the cached state's bytes as stored (handed to nodes we commit for)
         self._stale = False  # the cached state must be confirmed by a read before use
-        self.installed_s = -1e18  # when the cached state was last confirmed current
-        self.read_s = -1e18  # when it was last read from the store
+        self._tickets = 0
+        # The request that last showed the cached state current was sent then (`Sent`).
+        self.confirmed = NEVER
 
     async def cached(self) -> S:
         """The state as last seen (read only if never seen, or invalidated): every write is a
@@ -107,41 +129,62 @@ class CasObject(Generic[S]):
             return await self.read()
         return self.state
 
+    def sending(self) -> Sent:
+        """Mark a request about to be sent (a read, a write, or a peer's commit whose answer
+        carries the state): what `install` and `confirmed` compare."""
+        self._tickets += 1
+        return Sent(self._tickets, self.clock.monotonic_s())
+
+    def age_s(self) -> float:
+        """How long since the request that last showed the cached state current was sent."""
+        return self.clock.monotonic_s() - self.confirmed.at_s
+
+    def judged_current(self, began: Sent, trust_cached_s: float) -> bool:
+        """May a change asked for at `began` that writes nothing rest on the cached state? Only
+        if a request sent after `began` showed it current, or (`trust_cached_s`) one sent at
+        most that long before."""
+        if self.confirmed > began:
+            return True
+        return trust_cached_s > 0 and began.at_s - self.confirmed.at_s <= trust_cached_s
+
     async def read(self) -> S:
         """The state read now; an unchanged etag skips decoding (the version makes it unique)."""
+        sent = self.sending()
         try:
             blob = await retrying(self.clock, lambda: self.store.get(self.key))
         except NotFound:
             self.state = None
             raise self._missing(self._missing_message) from None
-        self.read_s = self.clock.monotonic_s()
         self._stale = False
         if self.state is not None and blob.etag == self.etag:
-            self.installed_s = self.read_s
+            self.confirmed = max(self.confirmed, sent)
             return self.state
         state = self.codec.decode(blob.data)
         self.codec.check(state)
         if self.codec.gone(state):
             self.forget()
             raise self._missing(self._missing_message)
-        self.install(state, blob.etag, blob.data)
+        self.install(state, blob.etag, blob.data, sent)
         assert self.state is not None
         return self.state
 
-    def install(self, state: S, etag: str, data: bytes) -> None:
-        """Adopt `state` (stored as `data` under `etag`) as current, unless it is older than
-        ours (a read that raced a write)."""
+    def install(self, state: S, etag: str, data: bytes, sent: Sent) -> None:
+        """Adopt `state` (stored as `data` under `etag`), shown current by a request sent at
+        `sent`, unless it is older than ours (a read that raced a write)."""
         old = self.state
         same_life = old is not None and self.codec.lineage(old) == self.codec.lineage(state)
         if same_life and old is not None and self.codec.version(state) < self.codec.version(old):
             return
+        if same_life and old is not None and self.codec.version(state) == self.codec.version(old):
+            sent = max(self.confirmed, sent)  # the same state, shown current again
         self.state, self.etag, self.data = state, etag, data
-        self.installed_s = self.clock.monotonic_s()
+        self.confirmed = sent
         self._installed(old if same_life else None, state)
 
     def forget(self) -> None:
         """Drop the cached state altogether (the object was deleted through this node)."""
         self.state, self.etag, self.data, self._stale = None, "", b"", False
+        self.confirmed = NEVER
 
     def invalidate(self) -> None:
         """Doubt the cached state: the next access reads the store (keeping the decoded copy,
@@ -153,6 +196,7 @@ class CasObject(Generic[S]):
         data = self.codec.encode(state)
         failing = Backoff(self.clock)
         for attempt in range(limits.put_attempts_max):
+            sent = self.sending()
             try:
                 etag = await self.store.put_if_absent(self.key, data)
             except (PreconditionFailed, Conflict, Ambiguous):
@@ -167,7 +211,7 @@ class CasObject(Generic[S]):
             except Transient:
                 await failing.failed()
                 continue
-            self.install(state, etag, data)
+            self.install(state, etag, data, sent)
             return state
         raise Unavailable("object store unavailable")
 
@@ -181,26 +225,27 @@ class CasObject(Generic[S]):
         """Apply `change` to the current state and write it by compare-and-swap.
 
         `change` is pure and may run more than once. A change that writes nothing is trusted
-        only if judged on a state read during this call, or confirmed within `trust_cached_s`,
-        since no CAS will catch a stale cache then. `read_first` judges even the first attempt on
-        a fresh read (for a change that may refuse, which no CAS would catch either).
+        only if judged on a state whose request (read or write) was sent after this call began,
+        or, with `trust_cached_s`, at most that long before it, since no CAS will catch a stale
+        cache then. `read_first` judges even the first attempt on a fresh read (for a change
+        that may refuse, which no CAS would catch either).
         """
         if read_first:
             self.invalidate()
+        began = self.sending()
         failing = Backoff(self.clock)
         for attempt in range(limits.commit_attempts_max):
-            before = self.read_s
             state = await self.cached()
-            fresh = self.read_s != before
             made = change(state)
             if made.state is None:
-                if fresh or self.clock.monotonic_s() - self.installed_s <= trust_cached_s:
+                if self.judged_current(began, trust_cached_s):
                     return made.result
                 self.invalidate()
                 continue
             self.codec.check_step(state, made.state)
             self._stats[f"{self._prefix}_cas_attempts"] += 1
             data = self.codec.encode(made.state)
+            sent = self.sending()
             try:
                 etag = await self.store.put_if_match(self.key, data, self.etag)
             except PreconditionFailed:
@@ -223,7 +268,7 @@ class CasObject(Generic[S]):
                 if not self.codec.has_token(await self.read(), token):
                     continue
             else:
-                self.install(made.state, etag, data)
+                self.install(made.state, etag, data, sent)
             self._stats[f"{self._prefix}_commits"] += 1
             return made.result
         raise Unavailable(f"could not update {self.key!r}: too much contention")

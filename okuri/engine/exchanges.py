@@ -162,8 +162,7 @@ class Exchanges:
     async def current(self, name: str) -> ExchangeState:
         """This node's copy of the exchange, read again when older than the cache bound."""
         obj = self._object(name)
-        age_s = self.clock.monotonic_s() - obj.installed_s
-        if obj.state is None or age_s * 1000 > limits.exchange_cache_ms:
+        if obj.state is None or obj.age_s() * 1000 > limits.exchange_cache_ms:
             return await obj.read()
         return obj.state
 

@@ -186,9 +186,10 @@ class Manifest:
     async def _expire(self) -> QueueState:
         """Judge the queue's expiry on a fresh read: the manifest if it lives (used since
         through another node), else delete it and raise QueueDoesNotExist."""
+        sent = self.cell.sending()  # the verdict rests on a read made after this
         verdict = await self._expiry.expire_if_due(self.name)
         if verdict.state is not None:
-            self.cell.install(verdict.state, verdict.etag, verdict.data)
+            self.cell.install(verdict.state, verdict.etag, verdict.data, sent)
             assert self.cell.state is not None
             return self.cell.state
         self.cell.forget()
@@ -200,7 +201,7 @@ class Manifest:
 
     def age_s(self) -> float:
         """How long since the cached manifest was last confirmed current."""
-        return self.clock.monotonic_s() - self.cell.installed_s
+        return self.cell.age_s()
 
     async def create(self, attrs: QueueAttrs) -> QueueState:
         """Create the queue, or return the manifest already there (compare its incarnation)."""
@@ -342,6 +343,7 @@ class Manifest:
         wants_slots = not st.attrs.fifo and any(isinstance(op, Lease) for op in ops)
         hints = self._hints(st) if wants_slots else []
         body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
+        sent = self.cell.sending()  # the leader writes what it answers after this
         try:
             async with asyncio.timeout(limits.peer_timeout_s):
                 reply = await peering.client.commit(lead[1], peering.scope, body)
@@ -357,7 +359,7 @@ class Manifest:
             return "maybe"
         if state.incarnation != st.incarnation:
             return "maybe"  # deleted and created again meanwhile: judged here, on a fresh read
-        self.cell.install(state, etag, data)
+        self.cell.install(state, etag, data, sent)
         self._stats["manifest_forwards"] += 1
         self._stats["manifest_forwarded_ops"] += len(ops)
         return results

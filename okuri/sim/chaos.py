@@ -7,6 +7,9 @@ node; consumers abandon messages, sleep past their leases, change visibility and
 that may be stale by now; a purger empties the queue now and then; nodes crash throughout. After
 `fault_phase_s` the clients stop and the world's liveness phase drains and checks the queue.
 
+On a failover seed a consumer deletes what a receive brought through another node than the one
+that served it, as an application's calls spread by a load balancer do.
+
 On a FIFO seed the producers spread their messages over the seed's message groups and send
 again with the same deduplication id: after an answer that never came (the node crashed, or
 the send failed), and now and then on purpose, sometimes twice at once through two nodes.
@@ -29,7 +32,7 @@ from okuri.engine.types import Delivery
 from okuri.errors import OkuriError
 from okuri.sim.checkers import Violation
 from okuri.sim.history import Purged
-from okuri.sim.world import NodeDown, World
+from okuri.sim.world import Node, NodeDown, World
 
 # A FIFO message is sent at most this many times with its deduplication id (lost answers and
 # resends on purpose together), so a producer finishes even while nodes keep crashing.
@@ -134,10 +137,12 @@ class ChaosLoad:
             vis = w.rng.choice([None, None, 1, w.config.visibility_s])
             most = w.rng.choice([10, 100]) if w.config.native else 10
             try:
+                node = w.pick() if w.config.failover else None
                 got = await w.call(
                     lambda e, v=vis, n=most: e.receive(  # type: ignore[misc]
                         queue, w.rng.randint(1, n), v, w.rng.choice([0, 1, 3])
-                    )
+                    ),
+                    node,
                 )
             except (NodeDown, OkuriError):
                 await asyncio.sleep(0.2)
@@ -160,7 +165,16 @@ class ChaosLoad:
             if old and w.rng.random() < 0.3:
                 got = [*got, *old[:3]]  # try some receipts that may be stale by now
                 del old[:3]
-            await w.ack(queue, got)
+            await w.ack(queue, got, self._elsewhere(node))
+
+    def _elsewhere(self, node: Node | None) -> Node | None:
+        """Where a failover seed's consumer deletes what `node` served: another live node."""
+        if node is None:
+            return None
+        try:
+            return self.world.pick(avoid=node)
+        except NodeDown:
+            return None  # none up: the delete goes to whichever is, or fails
 
     async def native_fates(self, queue: str, got: list[Delivery]) -> list[Delivery]:
         """What a native consumer may do instead of completing: dead-letter some on its own

@@ -28,8 +28,11 @@ from dataclasses import dataclass
 from okuri import limits
 from okuri.sim.history import Delivered, History
 
-# Delete answers that promise the message is finished: committed, or durable in an ack log.
-ANSWERED_DELETES = ("acked", "logged")
+# Delete answers a client reads as "deleted": committed, durable in an ack log, and those SQS
+# answers as success too, the receipt found stale (no lease of its epoch) or the message found
+# finished already. A stale verdict on a receipt some receive handed out is an engine bug: the
+# message is not finished, and comes back after a delete the client saw succeed (issue 28).
+ANSWERED_DELETES = ("acked", "logged", "stale", "gone")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,13 @@ faults, clocks, nodes and clients, with messages spread over a few message group
 dead-letter queue where the standard shape has one, and producers that send again with the same
 deduplication id, after a lost answer or on purpose. The choice comes from a generator of its
 own, so every other seed keeps the shape it always had.
+
+One seed in `FAILOVER_SEED_EVERY` is the *failover* shape (`failover_variant`): what an
+operator's kill -9 test runs against three or five nodes behind a load balancer: nodes forward to
+the leader and crash every few seconds, on a standard queue with a short visibility timeout and
+no store faults; the chaos shape's clients, more of them and longer, each consumer deleting what
+a receive brought through another node than the one that served it (issue 28: a delivery after
+an answered delete that the chaos shape did not reach).
 """
 
 from __future__ import annotations
@@ -42,6 +49,18 @@ STEADY_CONSUMERS_PER_NODE_MAX = 12  # a worker pool
 STEADY_LOAD_SHARE = 0.5
 STEADY_RATE_PER_S_MAX = 600.0  # messages; a steady seed costs about a second per 400/s
 STEADY_BATCH_MESSAGES_CHOICES = (5, 10)  # SendMessageBatch; fewer calls, cheaper seeds
+
+# The failover shape: one seed in FAILOVER_SEED_EVERY (7, 17, 27, ...: fifty in the suite's
+# 500), whatever the chaos shape drew for it. Thousands of messages, so a seed costs about what
+# ten chaos seeds do.
+FAILOVER_SEED_EVERY = 10
+FAILOVER_SEED_OFFSET = 7
+FAILOVER_NODES_CHOICES = (3, 5)
+FAILOVER_VISIBILITY_S_CHOICES = (1, 2, 5)
+FAILOVER_MESSAGES = 3000  # more than 40 s of the chaos producers send: they never run out
+FAILOVER_FAULT_PHASE_S = 40.0
+FAILOVER_CRASH_EVERY_S_CHOICES = (2.0, 4.0)  # across the cluster, as `crash_every_s`
+FAILOVER_LATENCY_MS_CHOICES = (5.0, 20.0)
 
 # The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
 FIFO_SHARE = 0.25
@@ -105,6 +124,9 @@ class SimConfig:
     # time, dead-lettering and extending; `p_far` of the sends are due beyond the longest delay.
     native: bool = False
     p_far: float = 0.0
+    # The failover shape (okuri/sim/chaos.py): consumers delete what a receive brought, at
+    # once, through another node than the one that served it.
+    failover: bool = False
 
     @property
     def send_rate_per_s(self) -> float:
@@ -143,6 +165,8 @@ class SimConfig:
             p_peer_lost=wire.choice([0.0, 0.02, 0.1]),
             ack_logs=random.Random(f"ack-logs-{seed}").random() < ACK_LOGS_SHARE,
         )
+        if seed % FAILOVER_SEED_EVERY == FAILOVER_SEED_OFFSET:
+            return chaos.failover_variant(random.Random(f"failover-{seed}"))
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")
             if fifo.random() < FIFO_SHARE:
@@ -165,6 +189,33 @@ class SimConfig:
             fifo=True,
             groups=shape.choice(FIFO_GROUPS_CHOICES),
             p_resend=shape.choice(FIFO_RESEND_CHOICES),
+        )
+
+    def failover_variant(self, shape: random.Random) -> SimConfig:
+        """Three or five nodes forwarding to a leader, crashing every few seconds, under
+        clients that receive through one node and delete through another; this seed's linger
+        and store latency, none of its store faults or skew (the node crashes are the faults)."""
+        return dataclasses.replace(
+            self,
+            nodes=shape.choice(FAILOVER_NODES_CHOICES),
+            p_transient=0.0,
+            p_conflict=0.0,
+            p_ambiguous=0.0,
+            skew_ms_max=0,
+            latency_ms=shape.choice(FAILOVER_LATENCY_MS_CHOICES),
+            crash_every_s=shape.choice(FAILOVER_CRASH_EVERY_S_CHOICES),
+            producers=2,
+            consumers=3,
+            messages=FAILOVER_MESSAGES,
+            visibility_s=shape.choice(FAILOVER_VISIBILITY_S_CHOICES),
+            max_receive_count=None,
+            retention_s=4 * 86400,
+            purges=0,
+            fault_phase_s=FAILOVER_FAULT_PHASE_S,
+            peering=True,
+            p_peer_lost=0.0,
+            ack_logs=shape.random() < 0.5,
+            failover=True,
         )
 
     def steady_variant(self, shape: random.Random) -> SimConfig:

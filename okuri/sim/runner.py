@@ -121,6 +121,11 @@ def describe(result: RunResult) -> str:
             f"{c.batch_interval_s * 1000:.0f}ms per producer ({c.send_rate_per_s:.1f} msg/s); "
             f"{c.fault_phase_s:.0f}s of faults{outage}, then {c.steady_phase_s:.0f}s healed"
         )
+    if c.failover:
+        lines.append(
+            f"  failover: nodes forward to a leader (ack logs {'on' if c.ack_logs else 'off'}); "
+            "consumers delete what each receive brought through another node"
+        )
     if c.fifo:
         dups = sum(1 for s in h.sent if s.duplicate)
         lines.append(

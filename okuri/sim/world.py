@@ -164,13 +164,18 @@ class World:
             task.cancel()
         engine.crash()
 
+    def pick(self, avoid: Node | None = None) -> Node:
+        """A random live node, other than `avoid` where another is up (as a load balancer that
+        spreads a client's calls would); NodeDown when none is up."""
+        live = [n for n in self.nodes if n.engine is not None]
+        if not live:
+            raise NodeDown("no node is up")
+        return self.rng.choice([n for n in live if n is not avoid] or live)
+
     async def call(self, fn: Callable[[Engine], Awaitable[T]], node: Node | None = None) -> T:
         """Send one request to `node`, or to a random live node as a load balancer would."""
         if node is None:
-            live = [n for n in self.nodes if n.engine is not None]
-            if not live:
-                raise NodeDown("no node is up")
-            node = self.rng.choice(live)
+            node = self.pick()
         elif node.engine is None:
             raise NodeDown(f"n{node.index} is down")
         assert node.engine is not None

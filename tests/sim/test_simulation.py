@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from concurrent.futures import Executor
+from typing import Any
 
 import pytest
 
 from okuri.core import transitions
 from okuri.core.state import QueueState
 from okuri.core.transitions import Grant, Op, Release, Result
+from okuri.engine.cas import CasObject
+from okuri.engine.cas import Sent as Asked
 from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
 from okuri.sim.checkers import check_history
@@ -259,3 +262,34 @@ def test_a_dead_lettered_copy_counts_as_delivered() -> None:
     h.sent.append(Sent("jobs", "m2", b"b", 5.0, 6.0))
     h.delivered.append(Delivered("jobs-dlq", "m2", b"b", 1, 7.0, 8.0, "jobs"))
     assert _names(h) == set()
+
+
+DELETE_JUDGED_SEED = 3_467  # a failover seed, found by searching them with the mutation below
+
+
+def test_a_delete_that_writes_nothing_is_judged_on_a_state_shown_current_after_it_was_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the simulator's failover shape (issue 28): a node's compare-and-swap landed;
+    while its reply travelled another node read that state, leased a message and handed it
+    out; the client deleted it through the first node, whose cache, taken as confirmed when
+    the reply arrived, showed no such lease. The delete answered "stale" (success, on SQS),
+    wrote nothing, and the message came back. A cached state now counts as confirmed when the
+    request that showed it was sent; confirming it on arrival must fail this seed again."""
+    config = SimConfig.from_seed(DELETE_JUDGED_SEED)
+    assert config.failover and config.nodes in (3, 5)
+    assert run_seed(DELETE_JUDGED_SEED).ok
+
+    install = CasObject.install
+
+    def on_arrival(self: CasObject[Any], state: Any, etag: str, data: bytes, sent: Asked) -> None:
+        install(self, state, etag, data, self.sending())
+
+    def by_age(self: CasObject[Any], began: Asked, trust_cached_s: float) -> bool:
+        age_s = self.clock.monotonic_s() - self.confirmed.at_s
+        return self.confirmed > began or age_s <= trust_cached_s
+
+    monkeypatch.setattr(CasObject, "install", on_arrival)
+    monkeypatch.setattr(CasObject, "judged_current", by_age)
+    failed = run_seed(DELETE_JUDGED_SEED)
+    assert not failed.ok and "no_delivery_after_ack" in describe(failed)
