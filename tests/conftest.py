@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from okuri.bench.servers import MOTO_MODULE  # noqa: E402
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY  # noqa: E402
 from tests.servers import (  # noqa: E402  (after the sys.path fix)
     BIND_ATTEMPTS,
@@ -73,7 +74,7 @@ def moto_s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                [sys.executable, "-m", MOTO_MODULE, "-H", "127.0.0.1", "-p", str(port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

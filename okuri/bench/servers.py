@@ -39,6 +39,8 @@ REGION = "us-east-1"
 MOTO_ACCESS_KEY_ID = "bench"  # moto accepts any pair; these name who is asking
 MOTO_SECRET_ACCESS_KEY = "bench"
 LOOPBACK = "127.0.0.1"
+# moto's server as S3 stands in for it, with conditional writes atomic (okuri/bench/moto_s3.py)
+MOTO_MODULE = "okuri.bench.moto_s3"
 
 
 class BenchError(Exception):
@@ -321,7 +323,7 @@ def moto_server(workdir: Path, name: str = "moto") -> Iterator[Moto]:
     }
     for _ in range(BIND_ATTEMPTS):
         port = free_port()
-        argv = [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)]
+        argv = [sys.executable, "-m", MOTO_MODULE, "-H", LOOPBACK, "-p", str(port)]
         process = spawn(argv, env, log_path)
         endpoint = f"http://{LOOPBACK}:{port}"
         if process.wait_ready(endpoint + "/moto-api/"):
