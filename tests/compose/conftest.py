@@ -55,10 +55,15 @@ def docker_compose_command(compose_engine: Engine) -> str:
 
 
 @pytest.fixture(scope="session")
-def compose_images(compose_engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Images:
+def compose_images(
+    compose_engine: Engine, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Images:
     work = tmp_path_factory.mktemp("images")
+    # Builds take minutes the first time: their progress (images.say) reaches the terminal.
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
-        built = images.build_images(compose_engine, work, work / "build.log")
+        with capture.global_and_fixture_disabled():
+            built = images.build_images(compose_engine, work, work / "build.log")
         images.check_runs(compose_engine, built.s3)
     except ContainersUnavailable as err:
         pytest.fail(f"containers cannot run here: {err}", pytrace=False)

@@ -40,12 +40,10 @@ STEP_LINE = re.compile(r"^(\[[^]]+\] )?STEP \d+/\d+: ")  # podman's and buildah'
 
 
 def say(text: str) -> None:
-    """Progress for the person waiting: straight to the terminal, past pytest's capture (a first
-    build takes minutes, and a silent one looks hung)."""
-    stream = sys.__stderr__
-    if stream is not None:
-        stream.write(f"compose-test: {text}\n")
-        stream.flush()
+    """Progress for the person waiting (a first build takes minutes, and a silent one looks
+    hung): to stderr, which the compose fixture leaves uncaptured while images build."""
+    sys.stderr.write(f"compose-test: {text}\n")
+    sys.stderr.flush()
 
 
 def run_logged(command: list[str], log: Path, timeout_s: float, label: str) -> int:
