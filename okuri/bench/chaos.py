@@ -2,8 +2,10 @@
 
 Why SIGKILL: it is the crash a node cannot prepare for (no flush, no lease release, requests
 cut mid-flight), which is exactly what okuri claims to survive with nothing lost. A node is
-killed by its own pid, never by name, and started again at once on the same ports, so the
-clients' idea of the cluster stays right; it counts as up again only when /readyz answers.
+killed by its own pid, never by name, and started again on the same ports, so the clients'
+idea of the cluster stays right; it counts as up again only when /readyz answers. It is
+started again at once, or `restart_after_s` after the kill (a supervisor's restart delay:
+meanwhile its port refuses connections).
 
 Only a node that is up is chosen, so a kill never lands on a node still starting. Kills happen
 on a fixed schedule during the fault phase; after it, `settle` waits (bounded) until every node
@@ -30,6 +32,7 @@ class Restart:
     node: int
     killed_s: float
     respawns: int = 0
+    spawn_at_s: float | None = None  # not spawned yet: when to (monotonic s)
 
 
 @dataclass
@@ -48,12 +51,20 @@ class ChaosLog:
 class Chaos(threading.Thread):
     """Kills a random up node every `every_s` seconds until `until_s` (monotonic)."""
 
-    def __init__(self, nodes: NodeSet, every_s: float, until_s: float, rng: random.Random) -> None:
+    def __init__(
+        self,
+        nodes: NodeSet,
+        every_s: float,
+        until_s: float,
+        rng: random.Random,
+        restart_after_s: float = 0.0,
+    ) -> None:
         super().__init__(name="okuri-bench-chaos", daemon=True)
         self.nodes = nodes
         self.every_s = every_s
         self.until_s = until_s
         self.rng = rng
+        self.restart_after_s = restart_after_s
         self.log = ChaosLog()
         self._restarting: dict[int, Restart] = {}
         self._halt = threading.Event()
@@ -83,12 +94,20 @@ class Chaos(threading.Thread):
         self.nodes.set_up(index, False)
         node.kill()
         self.log.kills.append((now_s, index))
-        node.spawn()
-        self._restarting[index] = Restart(index, now_s)
+        restart = Restart(index, now_s, spawn_at_s=now_s + self.restart_after_s)
+        self._restarting[index] = restart
+        if self.restart_after_s <= 0:
+            node.spawn()
+            restart.spawn_at_s = None
 
     def _check_restarts(self, now_s: float) -> None:
         for index, restart in list(self._restarting.items()):
             node = self.nodes.nodes[index]
+            if restart.spawn_at_s is not None:
+                if now_s >= restart.spawn_at_s:
+                    node.spawn()
+                    restart.spawn_at_s = None
+                continue
             if node.ready():
                 self.nodes.set_up(index, True)
                 self.log.restart_s.append(time.monotonic() - restart.killed_s)
@@ -99,7 +118,7 @@ class Chaos(threading.Thread):
                 else:
                     restart.respawns += 1
                     node.spawn()
-            elif now_s - restart.killed_s > START_S * (restart.respawns + 1):
+            elif now_s - restart.killed_s > self.restart_after_s + START_S * (restart.respawns + 1):
                 self._give_up(index, f"node {index} not ready {START_S:g} s after its restart")
 
     def _give_up(self, index: int, why: str) -> None:

@@ -11,11 +11,33 @@ does not answer (okuri.bench.failover). A chaos thread SIGKILLs a random node ev
 
 Phases: a fault phase of --fault-seconds; then every node is up again, producers stop, and
 consumers drain until every acknowledged send has been delivered and at least the queue's
-visibility timeout (plus slack) has passed, so that messages leased by a dead node come back and
-any message delivered again after its delete shows up; at most --drain-seconds.
+visibility timeout (plus slack, or --drain-min-seconds) has passed, so that messages leased by a
+dead node come back and any message delivered again after its delete shows up; at most
+--drain-seconds. Clients are the bench's light SQS client (okuri.bench.sqs_client), or
+boto3's with --client boto3 (okuri.bench.cluster_boto).
+
+Shapes (--shape) are presets of the flags; a flag given beside one wins.
+- default: the flags' own defaults (2 producers, 2 consumers, 10 s visibility, 20 s of faults,
+  a killed node started again at once, clients that only call nodes known to be up).
+- failover: the load of issue 28, as an application behind a load balancer applies it: a queue
+  with VisibilityTimeout=5; 2 producers (SendMessageBatch of 10) and 3 consumers
+  (ReceiveMessage of 10 with WaitTimeSeconds=1, then DeleteMessageBatch of what came back);
+  clients that connect within 2 s and wait 25 s for each read of an answer, choose any node
+  (up or not: --blind-clients) and move to another on a refused or dropped connection, a read
+  timeout or a 5xx, and send each delete first to another node than the receive that returned
+  its receipts (--delete-elsewhere); a random node SIGKILLed every 4 s and started again 1 s
+  after its kill (--restart-after-s); 40 s of faults, then up to 60 s of drain.
 
 Checks (okuri.bench.ledger): 0 acknowledged sends lost, and 0 deliveries of a message in a
-ReceiveMessage sent after a delete of it had answered Successful. With --fifo-groups N the queue
+ReceiveMessage sent after a delete of it had answered Successful. Each such delivery is
+described: the message, the node that served each receive of it and the one that answered the
+delete, times relative to the delete's answer, the receipts' epochs and slots, the receive
+count, and how many messages of the same delete call came back. A message is known by its
+MessageId: a SendMessageBatch whose node wrote its messages and died before answering is sent
+again by the producer, to another node, which writes them again under new MessageIds (as SQS
+may); that second copy may be delivered after the first one's delete. It is no violation, and
+is counted apart ("deliveries of a body sent again"), with the send's attempts that got no
+answer, since a check that knows messages by body would count it. With --fifo-groups N the queue
 is a FIFO queue whose messages spread over N message groups, and two more checks hold
 (okuri.bench.fifo_ledger): one deduplication id answers and delivers one message, and within
 a group first deliveries follow sequence-number order. Exit code 0 when both hold,
@@ -23,6 +45,13 @@ a group first deliveries follow sequence-number order. Exit code 0 when both hol
 would not start). Everything is bounded: flags by range, the messages a run may send
 (--messages-max), each phase and each wait by a timeout. Servers bind 127.0.0.1 only, and every
 process started here is stopped by its pid.
+
+Evidence (--keep DIR): the run works in DIR, a new directory, and leaves there the nodes' logs
+(okuri-N.log, every life of node N; --node-log-level), the store's final state when local
+(data/), the manifest's history as read every --watch-ms (okuri.bench.cluster_watch), every
+delivery after delete in full (after_delete.json), the nodes' ports and kills (nodes.json) and
+the result (result.json). `python -m okuri.bench.cluster_watch DIR` tells each late message's
+history in the manifest.
 """
 
 from __future__ import annotations
@@ -51,6 +80,15 @@ from okuri.bench.cluster_load import (
     producer,
 )
 from okuri.bench.cluster_report import render
+from okuri.bench.cluster_watch import (
+    AFTER_DELETE_FILE,
+    MANIFESTS_FILE,
+    NODES_FILE,
+    ManifestWatch,
+    Reader,
+    local_reader,
+    s3_reader,
+)
 from okuri.bench.failover import CALL_S_MAX, Exhausted, NodeSet, Tally
 from okuri.bench.fifo_ledger import FifoLedger, FifoVerdict
 from okuri.bench.flags import bounded
@@ -70,7 +108,7 @@ from okuri.bench.servers import (
 )
 from okuri.bench.sqs_client import SqsCallError
 
-__all__ = ["Plan", "build_parser", "cli_main", "render", "run"]
+__all__ = ["SHAPES", "Plan", "build_parser", "cli_main", "parse_args", "render", "run"]
 
 QUEUE_NAME = "okuri-bench-cluster"
 SETUP_ATTEMPTS = 5
@@ -91,6 +129,30 @@ MESSAGES_MAX = 1_000_000
 BACKLOG_MAX = 100_000
 SEED_MAX = 2**32
 FIFO_GROUPS_MAX = 10_000
+RESTART_AFTER_S_MAX = 60.0
+TIMEOUT_S_MIN = 0.5
+TIMEOUT_S_MAX = 120.0
+WATCH_MS_MAX = 1000
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# Presets of the flags (see the module's docstring); a flag given beside one wins.
+SHAPES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "failover": {
+        "producers": 2,
+        "consumers": 3,
+        "visibility_s": 5,
+        "wait_s": 1,
+        "fault_s": 40.0,
+        "kill_every_s": 4.0,
+        "restart_after_s": 1.0,
+        "drain_s": 60.0,
+        "connect_timeout_s": 2.0,
+        "read_timeout_s": 25.0,
+        "blind_clients": True,
+        "delete_elsewhere": True,
+    },
+}
 
 
 # --- the store ---------------------------------------------------------------------------------
@@ -148,15 +210,33 @@ def _wait(until: Callable[[], bool], timeout_s: float, tick_s: float = 0.1) -> b
 # --- the run ------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _workdir(plan: Plan) -> Iterator[Path]:
+    """A temporary directory, or the one --keep names (new or empty; left in place)."""
+    if plan.keep is None:
+        with tempfile.TemporaryDirectory(prefix="okuri-bench-cluster-") as tmp:
+            yield Path(tmp)
+        return
+    keep = Path(plan.keep)
+    try:
+        keep.mkdir(parents=True, exist_ok=True)
+        if any(keep.iterdir()):
+            raise BenchError(f"--keep {keep}: not empty")
+    except OSError as err:
+        raise BenchError(f"--keep {keep}: {err}") from err
+    yield keep
+
+
 def run(plan: Plan) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="okuri-bench-cluster-") as tmp:
-        workdir = Path(tmp)
+    with _workdir(plan) as workdir:
         env = {"OKURI_ACK_LOGS": plan.ack_logs}
+        if plan.node_log_level != "info":
+            env["OKURI_LOG_LEVEL"] = plan.node_log_level
         with (
             shared_store(plan, workdir) as store,
             cluster(plan.nodes, store, workdir, env) as nodes,
         ):
-            result = _run_on(plan, NodeSet(nodes), store)
+            result = _run_on(plan, NodeSet(nodes), store, workdir if plan.keep else None)
             result["ack_logs"] = _ack_log_events(nodes)
             stop_codes = [n.stop() for n in nodes]
             result["nodes"]["exit_codes_at_stop"] = stop_codes
@@ -166,7 +246,36 @@ def run(plan: Plan) -> dict[str, Any]:
                     for n, code in zip(nodes, stop_codes, strict=True)
                     if code != 0
                 }
+            if plan.keep:
+                _write_json(workdir / "result.json", result)
+                _write_json(
+                    workdir / NODES_FILE,
+                    {
+                        "nodes": {
+                            n.index: {"port": n.port, "health_port": n.health_port,
+                                      "log": n.log_path.name, "starts": n.starts}
+                            for n in nodes
+                        },
+                        "kill_log": result["kill_log"],
+                    },
+                )  # fmt: skip
     return result
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _manifest_reader(store: StoreSpec, queue_url: str) -> Reader | None:
+    queue = queue_url.rstrip("/").rsplit("/", 1)[-1]
+    if store.data_dir is not None:
+        return local_reader(store.data_dir, queue)
+    if store.s3 is not None:
+        s3 = store.s3
+        return s3_reader(
+            s3.endpoint, s3.bucket, s3.access_key_id, s3.secret_access_key, s3.region, queue
+        )
+    return None
 
 
 def _ack_log_events(nodes: Sequence[Node]) -> dict[str, int]:
@@ -181,7 +290,9 @@ def _ack_log_events(nodes: Sequence[Node]) -> dict[str, int]:
     return total
 
 
-def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
+def _run_on(
+    plan: Plan, nodes: NodeSet, store: StoreSpec, keep: Path | None = None
+) -> dict[str, Any]:
     rng = random.Random(plan.seed)
     stuck: list[str] = []
     queue_url = _create_queue(nodes, plan)
@@ -192,8 +303,14 @@ def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
     load.consuming.set()
     producers = [load.thread(f"producer-{p}", producer(load, p)) for p in range(plan.producers)]
     consumers = [load.thread(f"consumer-{c}", load.consume) for c in range(plan.consumers)]
-    chaos = Chaos(nodes, plan.kill_every_s, start_s + plan.fault_s, rng)
-    for t in [*producers, *consumers, chaos]:
+    chaos = Chaos(nodes, plan.kill_every_s, start_s + plan.fault_s, rng, plan.restart_after_s)
+    reader = _manifest_reader(store, queue_url) if keep and plan.watch_ms else None
+    watch = (
+        None
+        if keep is None or reader is None
+        else ManifestWatch(reader, keep / MANIFESTS_FILE, start_s, plan.watch_ms / 1000)
+    )
+    for t in [*producers, *consumers, chaos, *([watch] if watch else [])]:
         t.start()
     try:
         time.sleep(plan.fault_s)
@@ -214,12 +331,17 @@ def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
         load.consuming.clear()
         chaos.stop()
         stuck += _join(consumers, CALL_S_MAX + JOIN_SLACK_S)
+        if watch is not None:
+            watch.stop()
+            watch.join(JOIN_SLACK_S)
     verdict = load.ledger.verdict()
+    if keep is not None:
+        _write_json(keep / AFTER_DELETE_FILE, load.ledger.after_delete_timelines())
     fifo_verdict = None if load.fifo is None else load.fifo.verdict()
     tally = Tally()
     for seen in load.tallies:
         tally.merge(seen)
-    return _figures(
+    figures = _figures(
         plan, store, nodes, load, verdict, fifo_verdict, tally, chaos,
         phases={
             "fault_s": fault_end_s - start_s,
@@ -230,6 +352,9 @@ def _run_on(plan: Plan, nodes: NodeSet, store: StoreSpec) -> dict[str, Any]:
         drained=drained,
         stuck=stuck,
     )  # fmt: skip
+    if watch is not None:
+        figures["manifest_watch"] = {"reads": watch.reads, "versions": watch.versions}
+    return figures
 
 
 def _figures(
@@ -279,6 +404,7 @@ def _figures(
         **verdict.figures(),
         "fifo": None if fifo is None else {"groups": plan.fifo_groups, **fifo.figures()},
         "sends_abandoned": load.sends_abandoned,
+        "backlog": {"peak": load.backlog_peak, "producer_pauses": load.backlog_pauses},
         "drained": drained,
         "kills": len(chaos.log.kills),
         "kill_log": [
@@ -308,13 +434,21 @@ def _figures(
 # --- the command --------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(shape: str = "default") -> argparse.ArgumentParser:
+    """The flags, their defaults those of `shape` (SHAPES)."""
     p = argparse.ArgumentParser(
         prog="okuri bench cluster",
         description="Several okuri serve processes on one store, SIGKILLed under load; checks "
         "that no acknowledged send is lost and no message is delivered after its delete.",
     )
     add = p.add_argument
+    add("--shape", choices=tuple(SHAPES), default="default",
+        help="a preset of the flags below (a flag given beside it wins). failover: issue 28's "
+        "load: visibility 5 s, 2 producers, 3 consumers waiting 1 s, clients with a 2 s connect "
+        "and 25 s read timeout that fail over on a refused or dropped connection, a read "
+        "timeout or a 5xx, choose any node and send each delete first to another node than "
+        "its receive; a kill every 4 s, the restart 1 s after it; 40 s of faults, 60 s of "
+        "drain")  # fmt: skip
     add("--nodes", type=bounded(int, 1, NODES_MAX), default=3)
     add("--store", choices=("local", "s3"), default="local",
         help="a temporary directory, or a bucket on moto's S3 server started here")  # fmt: skip
@@ -331,6 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="ReceiveMessage WaitTimeSeconds")  # fmt: skip
     add("--drain-seconds", dest="drain_s", type=bounded(float, 1, DRAIN_S_MAX), default=60.0,
         help="at most this long for consumers to receive every acknowledged send")  # fmt: skip
+    add("--drain-min-seconds", dest="drain_min_s", type=bounded(float, 0, DRAIN_S_MAX),
+        default=0.0, help="consumers drain at least this long, even once every acknowledged "
+        f"send was delivered (default: the visibility timeout plus {SETTLE_SLACK_S:g} "
+        "s)")  # fmt: skip
     add("--messages-max", type=bounded(int, BATCH_ENTRIES, MESSAGES_MAX), default=200_000,
         help="producers stop after sending this many")  # fmt: skip
     add("--backlog-max", type=bounded(int, BATCH_ENTRIES, BACKLOG_MAX), default=2_000,
@@ -346,8 +484,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--ack-logs", choices=("auto", "on", "off"), default="auto",
         help="the nodes' OKURI_ACK_LOGS (auto: on for a local directory, off on S3)")  # fmt: skip
+    add("--restart-after-s", type=bounded(float, 0, RESTART_AFTER_S_MAX), default=0.0,
+        help="start a killed node again this long after its kill (default 0: at once)")  # fmt: skip
+    add("--connect-timeout-s", type=bounded(float, TIMEOUT_S_MIN, TIMEOUT_S_MAX), default=None,
+        help="clients' connect timeout (default: the read timeout)")  # fmt: skip
+    add("--read-timeout-s", type=bounded(float, TIMEOUT_S_MIN, TIMEOUT_S_MAX), default=None,
+        help="clients' timeout for each read of an answer (default: the receive's wait plus "
+        f"{REPLY_SLACK_S:g} s); a node that times out is failed over")  # fmt: skip
+    add("--blind-clients", action=argparse.BooleanOptionalAction, default=False,
+        help="clients choose among all nodes, up or not, and learn of a dead one from the "
+        "failed request (default: only among nodes known to be up)")  # fmt: skip
+    add("--delete-elsewhere", action=argparse.BooleanOptionalAction, default=False,
+        help="send each DeleteMessageBatch first to another node than the receive that "
+        "returned its receipts")  # fmt: skip
+    add("--node-log-level", choices=LOG_LEVELS, default="info",
+        help="the nodes' OKURI_LOG_LEVEL")  # fmt: skip
+    add("--keep", default=None, metavar="DIR",
+        help="run in DIR (new or empty) and leave there the nodes' logs, the manifest's "
+        "history, every delivery after delete in full and the result; read them with "
+        "python -m okuri.bench.cluster_watch DIR")  # fmt: skip
+    add("--watch-ms", type=bounded(int, 0, WATCH_MS_MAX), default=10,
+        help="with --keep: read the manifest this often to record its history (0: not at "
+        "all)")  # fmt: skip
+    add("--client", choices=("light", "boto3"), default="light",
+        help="the clients' SQS client: the bench's own (light on CPU), or boto3's, with "
+        "retries={'max_attempts': 1}")  # fmt: skip
     add("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(**SHAPES[shape])
     return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The flags, a --shape's preset filling in those not given."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--shape", choices=tuple(SHAPES), default="default")
+    known, _ = first.parse_known_args(argv)
+    parser = build_parser(known.shape)
+    args = parser.parse_args(argv)
+    if args.s3_endpoint is not None and args.store != "s3":
+        parser.error("--s3-endpoint goes with --store s3")
+    return args
 
 
 def plan_from(args: argparse.Namespace) -> Plan:
@@ -368,14 +544,22 @@ def plan_from(args: argparse.Namespace) -> Plan:
         seed=seed,
         fifo_groups=args.fifo_groups,
         ack_logs=args.ack_logs,
+        shape=args.shape,
+        restart_after_s=args.restart_after_s,
+        connect_timeout_s=args.connect_timeout_s,
+        read_timeout_s=args.read_timeout_s,
+        blind_clients=args.blind_clients,
+        delete_elsewhere=args.delete_elsewhere,
+        node_log_level=args.node_log_level,
+        keep=args.keep,
+        watch_ms=args.watch_ms,
+        client=args.client,
+        drain_min_s=args.drain_min_s,
     )
 
 
 def cli_main(argv: list[str]) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.s3_endpoint is not None and args.store != "s3":
-        parser.error("--s3-endpoint goes with --store s3")
+    args = parse_args(argv)
     try:
         result = run(plan_from(args))
     except BenchError as err:

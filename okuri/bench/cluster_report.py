@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from okuri.bench.cluster_load import BACKLOG_POLL_S
+
 
 def _ack_log_lines(setting: str, events: dict[str, int] | None) -> list[str]:
     if not events:
@@ -31,16 +33,20 @@ def render(r: dict[str, Any]) -> str:
     lines = [
         f"okuri bench cluster: {p['nodes']} nodes on {p['store']}, {queue}; "
         f"{p['fault_s']:g} s of faults "
-        f"(SIGKILL a random node every {p['kill_every_s']:g} s); {p['producers']} producers, "
+        f"(SIGKILL a random node every {p['kill_every_s']:g} s{_restart(p)}); "
+        f"{p['producers']} producers, "
         f"{p['consumers']} consumers; visibility {p['visibility_s']} s; seed {p['seed']}",
+        *_client_lines(p),
         "",
         f"sends acknowledged        {r['sends_acknowledged']}",
         f"delivered                 {r['delivered']} messages in {r['deliveries']} deliveries "
         f"({r['redeliveries']} redeliveries)",
         f"deleted                   {r['deleted']}",
         f"lost                      {r['lost']}",
-        f"deliveries after delete   {r['deliveries_after_delete']}",
+        f"deliveries after delete   {r['deliveries_after_delete']}{_kinds(r)}",
+        *_other_messages(r),
         f"delivered, send unacked   {r['delivered_unacknowledged']}",
+        *_backlog(r.get("backlog"), p.get("backlog_max")),
         *_fifo_lines(fifo),
         f"kills                     {r['kills']} (restart to ready: p50 "
         f"{_s(r['restart_s']['p50'])}, max {_s(r['restart_s']['max'])})",
@@ -62,8 +68,16 @@ def render(r: dict[str, Any]) -> str:
     lines.append("")
     kills = ", ".join(f"node {k['node']} at {k['at_s']:.1f} s" for k in r["kill_log"])
     lines.append(f"kills: {kills or 'none'}")
+    for call in r.get("after_delete_calls", ()):
+        lines.append(
+            f"delete call {call['delete_call']} (answered by node {call['node']} at "
+            f"{call['answered_at_s']:.3f} s): {call['came_back']} of its {call['messages']} "
+            "messages delivered again after it"
+        )
     for example in r["after_delete_examples"]:
         lines.append(f"after delete: {json.dumps(example)}")
+    for example in r.get("other_message_examples", ()):
+        lines.append(f"sent again, delivered after the first one's delete: {json.dumps(example)}")
     for example in (fifo or {}).get("order_examples", ()):
         lines.append(f"out of group order: {json.dumps(example)}")
     for example in (fifo or {}).get("dedup_examples", ()):
@@ -85,6 +99,53 @@ def render(r: dict[str, Any]) -> str:
                                for name, ok in r["checks"].items())
     )  # fmt: skip
     return "\n".join(lines)
+
+
+def _backlog(b: dict[str, int] | None, most: int | None) -> list[str]:
+    if not b:
+        return []
+    pause_ms = BACKLOG_POLL_S * 1000
+    return [f"backlog                   peak {b['peak']} acknowledged, not deleted (producers "
+            f"pause at {most}: {b['producer_pauses']} pauses of {pause_ms:g} ms)"]  # fmt: skip
+
+
+def _other_messages(r: dict[str, Any]) -> list[str]:
+    n = r.get("other_message_after_delete") or 0
+    if not n:
+        return []
+    return [f"  (and {n} deliveries of a body sent again under another MessageId after the "
+            "first one's delete: at-least-once, not counted)"]  # fmt: skip
+
+
+def _kinds(r: dict[str, Any]) -> str:
+    kinds = r.get("after_delete_kinds") or {}
+    if not kinds:
+        return ""
+    return " (" + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + ")"
+
+
+def _restart(p: dict[str, Any]) -> str:
+    after = p.get("restart_after_s") or 0
+    return f", started again {after:g} s after" if after else ""
+
+
+def _client_lines(p: dict[str, Any]) -> list[str]:
+    """How the clients reach nodes, when the plan says more than the defaults."""
+    shape = p.get("shape", "default")
+    parts = []
+    if p.get("connect_timeout_s") is not None or p.get("read_timeout_s") is not None:
+        parts.append(
+            f"connect timeout {_s(p.get('connect_timeout_s'))}, read timeout "
+            f"{_s(p.get('read_timeout_s'))}"
+        )
+    if p.get("blind_clients"):
+        parts.append("any node, up or not")
+    if p.get("delete_elsewhere"):
+        parts.append("deletes first to another node than their receive")
+    if shape == "default" and not parts:
+        return []
+    return [f"shape {shape}; clients: receive wait {p.get('wait_s', '-')} s"
+            + "".join(f"; {part}" for part in parts)]  # fmt: skip
 
 
 def _unanswered(by_action: dict[str, int] | None) -> list[str]:

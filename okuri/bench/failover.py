@@ -11,6 +11,12 @@ HTTP exchange (OSError, http.client.HTTPException), or a 5xx answer. A 4xx answe
 request's own fault and is raised as SqsCallError at once. One caller per thread: it keeps one
 keep-alive connection per node. Counts are per caller, merged by the caller's owner after the
 threads end, so the hot path takes no lock.
+
+Two ways to choose a node. Informed (the default): only among the nodes the chaos thread has
+up, as a load balancer with instant health checks would. Blind: among all nodes, as a load
+balancer that learns of a dead node only from the failed request itself; a call then moves
+on to a node it has not failed on yet. A call may also name a node to avoid on its first
+attempt (`avoid`), so that a delete goes to another node than the receive that returned it.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from okuri.bench.measure import error_line
 from okuri.bench.servers import Node
@@ -62,6 +69,11 @@ class NodeSet:
         choices = [i for i in live if i != avoid] or live or list(range(len(self.nodes)))
         return rng.choice(choices)
 
+    def pick_blind(self, rng: random.Random, avoid: set[int]) -> int:
+        """A random node, up or not, other than those in `avoid` when there is a choice."""
+        everyone = list(range(len(self.nodes)))
+        return rng.choice([i for i in everyone if i not in avoid] or everyone)
+
 
 @dataclass
 class Tally:
@@ -96,36 +108,97 @@ class Tally:
             self.first_error = other.first_error
 
 
-class Caller:
-    """Calls with failover, for one thread."""
+@dataclass(frozen=True)
+class Try:
+    """One attempt of a call that got no answer: the node, when it was sent (monotonic s), and
+    what happened ("refused", "timeout", "dropped" or the 5xx's code)."""
 
-    def __init__(self, nodes: NodeSet, signer: Signer, rng: random.Random, timeout_s: float):
+    node: int
+    sent_s: float
+    what: str
+
+
+def _unanswered(err: BaseException) -> str:
+    if isinstance(err, ConnectionRefusedError):
+        return "refused"
+    if isinstance(err, TimeoutError):  # socket.timeout is TimeoutError
+        return "timeout"
+    return "dropped"
+
+
+class NodeClient(Protocol):
+    """One node's client: BlockingSqs, or okuri.bench.cluster_boto.BotoSqs."""
+
+    def call(self, action: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Caller:
+    """Calls with failover, for one thread. `timeout_s` bounds each read of an answer,
+    `connect_timeout_s` each connect (default: `timeout_s`); `blind`: choose among all nodes,
+    not only those the chaos thread has up; `client_for` makes a node's client from its
+    endpoint (default: BlockingSqs)."""
+
+    def __init__(
+        self,
+        nodes: NodeSet,
+        signer: Signer,
+        rng: random.Random,
+        timeout_s: float,
+        connect_timeout_s: float | None = None,
+        blind: bool = False,
+    ):
         self.nodes = nodes
         self.signer = signer
         self.rng = rng
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.blind = blind
         self.tally = Tally()
-        self._clients: dict[int, BlockingSqs] = {}
+        # the attempts of the latest call that got no answer (each maybe applied by its node)
+        self.last_tries: list[Try] = []
+        self.client_for: Callable[[str], NodeClient] | None = None
+        self._clients: dict[int, NodeClient] = {}
 
-    def _client(self, index: int) -> BlockingSqs:
+    def _client(self, index: int) -> NodeClient:
         client = self._clients.get(index)
         if client is None:
-            client = BlockingSqs(self.nodes.nodes[index].endpoint, self.signer, self.timeout_s)
+            endpoint = self.nodes.nodes[index].endpoint
+            client = (
+                BlockingSqs(endpoint, self.signer, self.timeout_s, self.connect_timeout_s)
+                if self.client_for is None
+                else self.client_for(endpoint)
+            )
             self._clients[index] = client
         return client
+
+    def _pick(self, failed: list[int], avoid: int | None) -> int:
+        if self.blind:
+            shunned = set(failed)
+            if len(shunned) >= len(self.nodes):
+                shunned = {failed[-1]}  # every node failed once: start over, not at once again
+            if avoid is not None and not failed:
+                shunned.add(avoid)
+            return self.nodes.pick_blind(self.rng, shunned)
+        return self.nodes.pick(self.rng, avoid=failed[-1] if failed else avoid)
 
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
 
-    def call(self, action: str, params: dict[str, Any]) -> tuple[dict[str, Any], int, float]:
-        """(answer, node that answered, monotonic time just before that attempt was sent)."""
-        failed: int | None = None
+    def call(
+        self, action: str, params: dict[str, Any], avoid: int | None = None
+    ) -> tuple[dict[str, Any], int, float]:
+        """(answer, node that answered, monotonic time just before that attempt was sent). The
+        first attempt goes to another node than `avoid` when there is one."""
+        failed: list[int] = []
+        self.last_tries = []
         deadline_s = time.monotonic() + CALL_S_MAX
         for attempt in range(ATTEMPTS_MAX):
             if attempt and time.monotonic() >= deadline_s:
                 break
-            index = self.nodes.pick(self.rng, avoid=failed)
+            index = self._pick(failed, avoid)
             client = self._client(index)
             sent_s = time.monotonic()
             try:
@@ -135,13 +208,15 @@ class Caller:
                     raise
                 self.tally.server_faults[index] += 1
                 self.tally.error(f"node {index}: {action}: {err}")
+                self.last_tries.append(Try(index, sent_s, f"{err.status} {err.code}"))
             except (OSError, http.client.HTTPException) as err:
                 self.tally.failovers[index] += 1
                 self.tally.error(f"node {index}: {action}: {type(err).__name__}: {err}")
+                self.last_tries.append(Try(index, sent_s, _unanswered(err)))
             else:
                 self.tally.answered[(index, action)] += 1
                 return answer, index, sent_s
-            failed = index
+            failed.append(index)
             self.tally.unanswered[action] += 1
             pause = min(RETRY_PAUSE_S_MAX, RETRY_PAUSE_S_MIN * 2 ** min(attempt, 8))
             time.sleep(pause * (0.5 + self.rng.random()))

@@ -187,18 +187,47 @@ class LightSqs:
         return await self.call("DeleteMessageBatch", params)
 
 
+class _Connection(http.client.HTTPConnection):
+    """http.client's connection with a connect timeout of its own, as botocore's
+    connect_timeout and read_timeout: `timeout` bounds each read, `connect_timeout_s` the
+    connect."""
+
+    def __init__(self, host: str, port: int, timeout: float, connect_timeout_s: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._connect_timeout_s = connect_timeout_s
+
+    def connect(self) -> None:
+        read_timeout = self.timeout
+        self.timeout = self._connect_timeout_s
+        try:
+            super().connect()
+        finally:
+            self.timeout = read_timeout
+        assert self.sock is not None
+        self.sock.settimeout(read_timeout)
+
+
 class BlockingSqs:
     """A blocking SQS client of one endpoint over one keep-alive connection: one per thread.
 
     After any transport failure the connection is dropped and the next call opens a new one.
+    `timeout_s` bounds every read of the answer (botocore's read_timeout); `connect_timeout_s`
+    the connect (botocore's connect_timeout), the same as `timeout_s` unless given.
     """
 
-    def __init__(self, endpoint: str, signer: Signer, timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        signer: Signer,
+        timeout_s: float = REPLY_TIMEOUT_S,
+        connect_timeout_s: float | None = None,
+    ) -> None:
         parts = urlsplit(endpoint)
         self.host = parts.netloc
         self.signer = signer
         self._address = (parts.hostname or "", parts.port or 80)
         self._timeout_s = timeout_s
+        self._connect_timeout_s = timeout_s if connect_timeout_s is None else connect_timeout_s
         self._conn: http.client.HTTPConnection | None = None
 
     def close(self) -> None:
@@ -210,7 +239,7 @@ class BlockingSqs:
         body = orjson.dumps(params)
         headers = self.signer.headers(self.host, TARGET_PREFIX + action, body)
         if self._conn is None:
-            self._conn = http.client.HTTPConnection(*self._address, timeout=self._timeout_s)
+            self._conn = _Connection(*self._address, self._timeout_s, self._connect_timeout_s)
         try:
             self._conn.request("POST", "/", body=body, headers=headers)
             reply = self._conn.getresponse()

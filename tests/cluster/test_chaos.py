@@ -7,6 +7,15 @@ up. Once on a local directory, once on S3 over moto's server (the session's moto
 bucket). The figures (rates, failovers, restarts) are printed, never asserted: the machine is
 shared. Only the two safety checks, and that faults really happened, are asserted.
 
+The failover shape (`--shape failover`, issue 28) is the load an application behind a load
+balancer applies: a 5 s visibility timeout, consumers waiting 1 s, clients that fail over on a
+refused or dropped connection, a read timeout or a 5xx and send each delete to another node than
+its receive, a node SIGKILLed every 4 s and started again 1 s later, 40 s of faults. It runs on
+S3 (moto, ack logs off: S3's default) with three nodes and on a local directory (ack logs on: its
+default) with five, each about a minute with the drain. A body sent again after its
+first node died before answering is another message (a new MessageId) and may come after the
+first one's delete; the check knows messages by MessageId, so it does not count.
+
 The FIFO case is smaller (about ten seconds of faults, a node SIGKILLed every 2.5 s, a 4 s
 visibility timeout so the drain is short, a backlog the consumers clear within it) and asserts
 two more checks: group order and deduplication, with resends after lost answers and on purpose.
@@ -42,7 +51,7 @@ def store_argv(store: str, request: pytest.FixtureRequest) -> list[str]:
 def run(
     argv: list[str], capsys: pytest.CaptureFixture[str], base: list[str] | None = None
 ) -> tuple[int, dict[str, Any]]:
-    code = cluster.cli_main([*(base or [*FAULTS, *LOAD]), *argv, "--json"])
+    code = cluster.cli_main([*(base if base is not None else [*FAULTS, *LOAD]), *argv, "--json"])
     result = json.loads(capsys.readouterr().out)
     print(cluster.render(result))  # shown with -s, or when the test fails
     return code, result
@@ -83,4 +92,25 @@ def test_sigkilled_nodes_keep_fifo_group_order_and_answer_one_message_per_dedupl
     assert fifo["order_violations"] == 0, fifo["order_examples"]
     assert fifo["deliveries_unsequenced"] == 0
     assert fifo["dedup_violations"] == 0, fifo["dedup_examples"]
+    assert code == 0
+
+
+# Both stores and both node counts of the issue, in two runs (four would add two minutes to CI;
+# `okuri bench cluster --shape failover` runs any of them).
+@pytest.mark.parametrize(("store", "nodes"), [("s3", 3), ("local", 5)])
+def test_failover_clients_get_nothing_back_after_its_delete_was_answered(
+    store: str, nodes: int, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28's load: every store default, every node setting default."""
+    argv = ["--shape", "failover", "--nodes", str(nodes), *store_argv(store, request)]
+    code, result = run(argv, capsys, [])
+    assert result["kills"] >= 8  # faults really happened: one every 4 s for 40 s
+    assert result["sends_acknowledged"] > 0
+    assert result["checks"]["nodes_restarted"], result["nodes"]
+    assert result["checks"]["clients_ran"], result["errors"]
+    assert result["lost"] == 0, result["lost_examples"]
+    assert result["deliveries_after_delete"] == 0, (
+        result["after_delete_calls"],
+        result["after_delete_examples"],
+    )
     assert code == 0
