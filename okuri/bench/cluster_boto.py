@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from okuri.bench.servers import botocore_client
 from okuri.bench.sqs_client import SqsCallError
 
 
@@ -32,22 +33,10 @@ class BotoSqs:
         read_timeout_s: float,
         connect_timeout_s: float,
     ) -> None:
-        import botocore.session
-        from botocore.config import Config
-
-        self._client = botocore.session.get_session().create_client(
-            "sqs",
-            endpoint_url=endpoint,
-            region_name=region,
-            aws_access_key_id=access_key_id,
-            aws_secret_access_key=secret_access_key,
-            config=Config(
-                connect_timeout=connect_timeout_s,
-                read_timeout=read_timeout_s,
-                retries={"max_attempts": 1},
-                max_pool_connections=2,
-            ),
-        )
+        self._client = botocore_client(
+            "sqs", endpoint, access_key_id, secret_access_key, region,
+            connect_timeout_s, read_timeout_s, attempts=1, connections_max=2,
+        )  # fmt: skip
 
     def close(self) -> None:
         self._client.close()

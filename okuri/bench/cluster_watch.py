@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from okuri.bench.servers import botocore_client
 from okuri.core import keys
 from okuri.store.local import DIR_SUFFIX, encode_segment
 
@@ -67,18 +68,9 @@ def s3_reader(
     endpoint: str, bucket: str, key_id: str, secret: str, region: str, queue: str
 ) -> Reader:
     """GETs the queue's manifest from an S3-compatible endpoint (botocore, blocking)."""
-    import botocore.session
-    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = botocore.session.get_session().create_client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name=region,
-        aws_access_key_id=key_id,
-        aws_secret_access_key=secret,
-        config=Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 1}),
-    )
+    client = botocore_client("s3", endpoint, key_id, secret, region, 2, 5, attempts=1)
     key = keys.manifest(queue)
 
     def read() -> bytes | None:

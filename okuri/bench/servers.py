@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 START_S = 30.0  # a cold interpreter importing aiobotocore or moto can take seconds
 STOP_S = 15.0  # SIGTERM, then SIGKILL after this long
@@ -166,20 +167,42 @@ class StoreSpec:
         return {"OKURI_DATA_DIR": str(self.data_dir)}
 
 
-def create_bucket(endpoint: str, name: str, key: str, secret: str, region: str = REGION) -> None:
-    """Create `name` on an S3-compatible endpoint (botocore, synchronously: setup only)."""
+def botocore_client(
+    service: str,
+    endpoint: str,
+    key: str,
+    secret: str,
+    region: str = REGION,
+    connect_timeout_s: float = 5,
+    read_timeout_s: float = 30,
+    attempts: int = 3,
+    connections_max: int = 10,
+) -> Any:
+    """A blocking botocore client of `service` at `endpoint` (imported only when asked for:
+    the bench's own clients do without botocore)."""
     import botocore.session
     from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError
 
-    client = botocore.session.get_session().create_client(
-        "s3",
+    return botocore.session.get_session().create_client(
+        service,
         endpoint_url=endpoint,
         region_name=region,
         aws_access_key_id=key,
         aws_secret_access_key=secret,
-        config=Config(connect_timeout=5, read_timeout=30, retries={"max_attempts": 3}),
+        config=Config(
+            connect_timeout=connect_timeout_s,
+            read_timeout=read_timeout_s,
+            retries={"max_attempts": attempts},
+            max_pool_connections=connections_max,
+        ),
     )
+
+
+def create_bucket(endpoint: str, name: str, key: str, secret: str, region: str = REGION) -> None:
+    """Create `name` on an S3-compatible endpoint (botocore, synchronously: setup only)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = botocore_client("s3", endpoint, key, secret, region)
     try:
         client.create_bucket(Bucket=name)
     except (BotoCoreError, ClientError) as err:
