@@ -48,6 +48,9 @@ segment_bytes_max = 8 * 1024 * 1024
 segment_messages_max = 4096
 manifest_segments_max = 20_000
 manifest_recent_slots = 64
+# A producer whose cached manifest was last shown current longer ago than this reads it again
+# before it picks a slot (one GET): a stale cursor leads into slots read and freed since.
+slot_pick_fresh_s = 0.5
 manifest_recent_commits = 32
 commit_ops_max = 2_000
 # A commit that loses its compare-and-swap to another node re-reads and tries again: with many

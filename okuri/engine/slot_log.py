@@ -10,7 +10,11 @@ manifest, as consumers are about to need: depth costs neither memory nor commit 
 
 A slot below the cursor may have been freed and could be refilled by a producer whose idea of
 the head is stale; the producer therefore re-reads the manifest after each write and writes
-again if its slot was never read (`_verify_slot`).
+again if its slot was never read (`_verify_slot`). Which segment a slot held is remembered only
+for the latest `manifest_recent_slots` slots. A slot older than that may hold our segment, read
+and even deleted already, and writing it again would deliver it after its delete was answered;
+so the send fails instead (the caller retries, as after any unclear answer), and a producer picks
+its slot from a manifest recent enough that this stays rare (`okuri.engine.cursor_pace`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from okuri.core.transitions import Adopt, Grant, Lease, Op, Reach
 from okuri.core.views import adoption_room, counts
 from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
+from okuri.engine.cursor_pace import CursorPace
 from okuri.engine.fifo_slots import FifoSlots
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import Backoff, retrying
@@ -53,6 +58,10 @@ from okuri.errors import (
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.engine")
+
+# How far behind a producer's cached cursor may be before it reads the manifest to pick a slot:
+# a quarter of what the manifest remembers, so a slot check rarely finds its slot forgotten.
+_LAG_SLOTS_MAX = limits.manifest_recent_slots / 4
 
 
 class SlotLog:
@@ -77,6 +86,7 @@ class SlotLog:
         self._tasks = tasks
         self._notify = notify
         self.head_hint = 0  # no free slot below this one (as far as this node knows)
+        self.pace = CursorPace()
         # Slots at or above the cursor read (or written) here and not yet adopted; bounded by
         # what consumers asked for, since adoption takes them from the cursor up.
         self.known: dict[int, Segment] = {}
@@ -110,10 +120,12 @@ class SlotLog:
         self.known.clear()
         self.hinted.clear()
         self.head_hint = 0
+        self.pace = CursorPace()
         self.fifo.reset()
 
     def installed(self, st: QueueState) -> None:
         self.head_hint = max(self.head_hint, st.next_seq)
+        self.pace.saw(self.clock.monotonic_s(), st.next_seq)
         for seq in [s for s in self.known if s < st.next_seq]:
             del self.known[seq]
         for seq in [s for s in self.hinted if s < st.next_seq]:
@@ -165,6 +177,9 @@ class SlotLog:
 
     async def _write(self, segment: Segment, data: bytes) -> int:
         st = await self.manifest.current()
+        age_s = self.manifest.age_s()
+        if age_s > limits.slot_pick_fresh_s or self.pace.behind(age_s) > _LAG_SLOTS_MAX:
+            st = await self.manifest.refresh()  # a stale cursor leads into freed slots
         slot = max(self.head_hint, st.next_seq)
         unsure = -1  # a slot our write may have reached though its reply said otherwise
         failing = Backoff(self.clock)
@@ -195,6 +210,12 @@ class SlotLog:
                     continue
             verdict = await self._verify_slot(slot, segment.sid)
             st = await self.manifest.current()
+            if verdict is None and st.incarnation == inc:
+                self._stats["slot_checks_unsure"] += 1
+                raise Unavailable(
+                    f"a send to {self.name!r} may or may not have been stored: too many slots"
+                    " were read while it was checked (retry it)"
+                )
             if verdict and st.incarnation == inc:
                 self.head_hint = max(self.head_hint, slot + 1)
                 if slot - st.next_seq < limits.probe_segments_max:
@@ -211,12 +232,17 @@ class SlotLog:
         seg = await self.read_slot(inc, slot)
         return None if seg is None else seg.sid == sid
 
-    async def _verify_slot(self, slot: int, sid: str) -> bool:
-        """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot."""
+    async def _verify_slot(self, slot: int, sid: str) -> bool | None:
+        """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot
+        no one will read. None: the manifest no longer remembers which segment was read there,
+        so writing it again could deliver what was read and deleted already."""
         st = await self.manifest.refresh()  # always a fresh read; never judged from the cache
         if slot >= st.next_seq:
             return True
-        return st.recent_sid(slot) == sid
+        read = st.recent_sid(slot)
+        if read is None and slot in st.segments:
+            read = st.segments[slot].sid
+        return None if read is None else read == sid
 
     async def find_head(self, inc: str, start: int) -> int:
         """The first empty slot at or after `start`, by galloping then bisecting over GETs."""

@@ -112,7 +112,7 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
     assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
 
 
-RELEASE_SEED = 100_076  # found by searching seeds from 100000 with the mutation below
+RELEASE_SEED = 101_871  # found by searching seeds from 100000 with the mutation below
 
 
 def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
@@ -264,7 +264,7 @@ def test_a_dead_lettered_copy_counts_as_delivered() -> None:
     assert _names(h) == set()
 
 
-DELETE_JUDGED_SEED = 3_467  # a failover seed, found by searching them with the mutation below
+DELETE_JUDGED_SEED = 47  # a failover seed, found by searching them with the mutation below
 
 
 def test_a_delete_that_writes_nothing_is_judged_on_a_state_shown_current_after_it_was_asked(

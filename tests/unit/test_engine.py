@@ -21,6 +21,7 @@ from okuri.core.receipts import Receipt
 from okuri.core.state import QueueAttrs
 from okuri.core.views import Counts
 from okuri.engine import Delivery, Engine, SendRequest, SendResult
+from okuri.engine.cas import NEVER
 from okuri.errors import (
     Conflict,
     InvalidArgument,
@@ -940,6 +941,11 @@ async def test_producer_with_a_stale_head_whose_slot_was_freed_still_delivers(
 
     # node a wakes up believing the head is still slot 0
     rt.manifest.cell.state, rt.manifest.cell.etag = stale_state, stale_etag
+    if freed_slots > limits.manifest_recent_slots:
+        # Further behind than the manifest remembers: a node whose cache is that far behind was
+        # last shown it long ago, and reads the manifest before it picks a slot (a slot check
+        # could not tell its write apart from a segment read and deleted since).
+        rt.manifest.cell.confirmed = NEVER
     rt.slots.head_hint = 0
     rt.slots.known.clear()
     late = await a.send_one(Q, SendRequest(b"late"))
