@@ -118,13 +118,16 @@ class Release:
     """Hand back a lease that no client ever saw (a node's lease-ahead buffer went unused).
 
     The receive count steps back, so the next receive reuses the epoch: safe because no receipt
-    carrying it ever left the node.
+    carrying it ever left the node. `until_ms` is when the lease would have run out (0: not
+    known, from a node that predates it): a lease changed since (a visibility change with an
+    earlier receipt) is left as the change made it.
     """
 
     seq: int
     idx: int
     epoch: int
     incarnation: str = ""
+    until_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,9 @@ class Grant:
     idx: int
     epoch: int
     first_receive_ms: int
+    # When this lease runs out as the manifest records it (0: not known); what a release of
+    # it compares, not part of which grant it is.
+    until_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,12 +422,13 @@ def _grant(
     seg = st.segments[seq]
     receives, _until_ms, first_ms = seg.leases.get(idx, (0, 0, 0))
     taken.add((seq, idx))
-    grant = Grant(seq, idx, receives + 1, first_ms or now_ms)
     mrc = st.attrs.max_receive_count
     # A dead grant is held while its copy lands in the dead-letter queue; a zero visibility
     # would let every retry of a long poll re-lease it and copy it again.
     hold_ms = limits.dead_letter_hold_ms if mrc is not None and receives >= mrc else 0
-    seg.leases[idx] = (grant.epoch, now_ms + max(op.visibility_ms, hold_ms), grant.first_receive_ms)
+    until_ms = now_ms + max(op.visibility_ms, hold_ms)
+    grant = Grant(seq, idx, receives + 1, first_ms or now_ms, until_ms)
+    seg.leases[idx] = (grant.epoch, until_ms, grant.first_receive_ms)
     return grant
 
 
@@ -489,7 +496,12 @@ def _release(st: QueueState, op: Release) -> bool:
         # ran out and its next lease took the message again) and hand both back at once; the
         # older one must not step the count back a second time (simulator seed 400231).
         return False
-    seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
+    if op.until_ms == 0 or until_ms == op.until_ms:
+        seg.leases[op.idx] = (receives - 1, 0, first_ms if receives > 1 else 0)
+    # Else a visibility change made since, with an earlier receipt, stands as its client asked
+    # (found by the simulator, seed 20272: a node whose clock ran 3 s fast took a message
+    # ahead while its first lease was still held, the holder changed it to 9 s, and the
+    # release made it visible at once). The unseen receive stays counted.
     for places in st.logs.values():  # handed out to no client: no ack of it can be logged
         places.discard((op.seq, op.idx))
     return True

@@ -329,7 +329,9 @@ class Receiver:
         self.ack_logs.released([b.grant for b in items])
         st = self.manifest.state
         inc = st.incarnation if st is not None else ""
-        ops: list[Op] = [Release(b.grant.seq, b.grant.idx, b.grant.epoch, inc) for b in items]
+        ops: list[Op] = [
+            Release(b.grant.seq, b.grant.idx, b.grant.epoch, inc, b.grant.until_ms) for b in items
+        ]
         try:
             await self.manifest.commit(ops)
         except (QueueDoesNotExist, Unavailable) as err:

@@ -118,7 +118,7 @@ def _op_json(op: Op) -> list[Any]:
         case MarkDead():
             return ["D", op.seq, op.idx, op.epoch, op.incarnation]
         case Release():
-            return ["R", op.seq, op.idx, op.epoch, op.incarnation]
+            return ["R", op.seq, op.idx, op.epoch, op.incarnation, op.until_ms]
         case Reach():
             return ["H", op.seq]
     raise ValueError(f"not forwarded: {op!r}")
@@ -157,13 +157,13 @@ def _op(raw: list[Any]) -> Op:
         if len(log) > limits.ack_log_id_chars_max:
             raise ValueError("ack log id too long")
         return Lease(max_messages, _int(a[1]), log)
-    if kind in ("A", "D", "R") and len(a) == 4:
+    if (kind in ("A", "D", "R") and len(a) == 4) or (kind == "R" and len(a) == 5):
         seq, idx, epoch, inc = _int(a[0]), _int(a[1]), _int(a[2]), _str(a[3])
         if kind == "A":
             return Ack(seq, idx, epoch, inc)
         if kind == "D":
             return MarkDead(seq, idx, epoch, inc)
-        return Release(seq, idx, epoch, inc)
+        return Release(seq, idx, epoch, inc, _int(a[4]) if len(a) == 5 else 0)
     if kind == "H" and len(a) == 1:
         return Reach(_int(a[0]))
     if kind == "V" and len(a) == 5:
@@ -198,7 +198,7 @@ def decode_request(body: bytes) -> CommitRequest:
 
 
 def _grants(grants: tuple[Grant, ...]) -> list[list[int]]:
-    return [[g.seq, g.idx, g.epoch, g.first_receive_ms] for g in grants]
+    return [[g.seq, g.idx, g.epoch, g.first_receive_ms, g.until_ms] for g in grants]
 
 
 def _result_json(r: Result) -> Any:

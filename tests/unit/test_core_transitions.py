@@ -490,6 +490,23 @@ def test_release_after_a_real_receive_keeps_first_receive_time() -> None:
     assert step(st, T0 + 1_002, Ack(f.seq, f.idx, f.epoch)).results == ["acked"]
 
 
+def test_a_release_leaves_a_lease_changed_since_with_an_earlier_receipt() -> None:
+    """Simulator seed 20272: a node whose clock ran fast took a message ahead (epoch 2) while a
+    client still held it (epoch 1); that client changed its visibility to 9 s; the node then
+    handed its unused lease back. The change stands: the message stays hidden."""
+    st, first = lease(adopt(fresh(), 1), T0, vis=1_000)
+    st, ahead = lease(st, T0 + 1_000, vis=3_500)  # the lease ran out on the fast clock
+    f, g = first.granted[0], ahead.granted[0]
+    assert g.epoch == 2 and g.until_ms == T0 + 4_500
+    st = step(st, T0 + 1_010, ChangeVisibility(f.seq, f.idx, f.epoch, 9_000)).state
+    out = step(st, T0 + 1_500, Release(g.seq, g.idx, g.epoch, until_ms=g.until_ms))
+    assert out.state.segments[0].leases[0] == (2, T0 + 10_010, T0)
+    assert counts(out.state, T0 + 9_000) == Counts(in_flight=1)
+    # A release from a node that does not send the lease's end hands it back as it always did.
+    legacy = step(st, T0 + 1_500, Release(g.seq, g.idx, g.epoch))
+    assert legacy.state.segments[0].leases[0] == (1, 0, T0)
+
+
 def test_release_with_a_stale_epoch_is_refused() -> None:
     st, res = lease(adopt(fresh(), 1), T0, vis=1_000)
     st, _ = lease(st, T0 + 1_000)

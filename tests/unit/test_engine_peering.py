@@ -83,6 +83,7 @@ def test_forwarded_operations_and_results_round_trip() -> None:
         ChangeVisibility(3, 2, 1, 5_000, "inc1"),
         MarkDead(4, 0, 5, "inc1"),
         Release(5, 9, 1, "inc1"),
+        Release(5, 8, 2, "inc1", until_ms=70_000),
     ]
     hints = [Adopt(7, "sid7", 10, 123, ((2, 999),)), Adopt(8, "sid8", 1, 124)]
     req = decode_request(encode_request(CommitRequest(Q, "inc1", ops, hints)))
@@ -96,6 +97,16 @@ def test_forwarded_operations_and_results_round_trip() -> None:
     ]
     got, etag, manifest = decode_reply(encode_reply(results, "etag1", b'{"f":1}'))
     assert (got, etag, manifest) == (results, "etag1", b'{"f":1}')
+    assert req.ops[-1].until_ms == 70_000  # type: ignore[union-attr]
+    assert decode_reply(encode_reply([LeaseResult((Grant(1, 0, 1, 50, 80),), ())], "e", b"{}"))[
+        0
+    ][0].granted[0].until_ms == 80  # type: ignore[union-attr]
+
+
+def test_a_release_from_a_node_that_predates_its_lease_end_still_decodes() -> None:
+    body = encode_request(CommitRequest(Q, "inc1", [Ack(3, 1, 2, "inc1")], []))
+    older = body.replace(b'["A",3,1,2,"inc1"]', b'["R",3,1,2,"inc1"]')
+    assert decode_request(older).ops == [Release(3, 1, 2, "inc1")]
 
 
 def test_only_a_standard_queues_per_message_operations_travel() -> None:
