@@ -51,6 +51,14 @@ manifest_recent_slots = 64
 # A producer whose cached manifest was last shown current longer ago than this reads it again
 # before it picks a slot (one GET): a stale cursor leads into slots read and freed since.
 slot_pick_fresh_s = 0.5
+# A freed slot's object stays this long after a node saw it freed (okuri/engine/freed_slots.py),
+# so a stale producer's write finds it taken; and a producer that picked its slot on a manifest
+# shown current less than half of it before its write was answered needs no read of the manifest
+# to know the slot will be read (half: a margin for clocks that run at different rates). 0: slots
+# are deleted at once and every write is checked.
+freed_slot_keep_s = 60.0
+freed_slots_pending_max = 100_000  # per queue and node; beyond, the sweeper deletes them
+freed_slot_deletes_concurrent = 32  # a store round trip each: at 30 ms, about 1,000 a second
 manifest_recent_commits = 32
 commit_ops_max = 2_000
 # A commit that loses its compare-and-swap to another node re-reads and tries again: with many
@@ -85,6 +93,8 @@ segment_cache_bytes_max = 256 * 1024 * 1024
 poll_ms_min = 50
 poll_ms_max = 1_000
 manifest_refresh_ms = 10_000
+# GetQueueUrl answers from a cached manifest shown current less than this long ago.
+queue_url_cached_s = 5.0
 sweep_interval_s = 3_600
 # Queue expiry (a native queue's `expires_s`, RabbitMQ's x-expires; okuri/core/expiry.py).
 expires_s_min = 1

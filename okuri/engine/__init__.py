@@ -48,6 +48,7 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
 from okuri.core.views import Counts
 from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
+from okuri.engine.batching import caller
 from okuri.engine.engine import Engine
 from okuri.engine.exchanges import Routed
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
@@ -91,6 +92,7 @@ __all__ = [
     "SendResult",
     "Ticket",
     "VisibilityResult",
+    "caller",
     "content_dedup_id",
     "dead_letter_target",
     "dedup_key",

@@ -3,10 +3,13 @@
 The rate cap is the cost model: a queue on one node writes to the bucket at most once per linger
 window however many clients it serves, and everything that arrived meanwhile rides along.
 
-A lone caller, or two, never wait for a timer beyond the linger. While several callers share the
-flushes (`limits.flush_gather_callers` in the last flush and those waiting for the next), the
-flushes are also spaced by the gather window: each flush costs CPU whatever it carries, so on a
-busy node fewer, fuller flushes leave more CPU for the requests themselves.
+A lone client (one connection, as the server names it in `caller`, waiting on each answer) is
+never held by the linger: nothing could ride along with it, and each wait would add a whole
+window to each of its calls; it writes at most once per call. The linger holds as soon as two
+callers share the flushes (those in the last flush and those waiting for the next). While
+several share them (`limits.flush_gather_callers`), the flushes are also spaced by the gather
+window: each flush costs CPU whatever it carries, so on a busy node fewer, fuller flushes leave
+more CPU for the requests themselves.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
 from okuri import limits
@@ -21,6 +25,12 @@ from okuri.clock import Clock
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# Who waits on a flush: a server sets it to the client's connection for each request, since one
+# connection's requests come one after another while each may run in a task of its own; tasks
+# started for a request inherit it. Without it the caller is the asyncio task, and the linger
+# always holds: an unnamed task may be one of many (a simulated client, background work).
+caller: ContextVar[object | None] = ContextVar("okuri_caller", default=None)
 
 
 class Batcher(Generic[T, R]):
@@ -41,6 +51,7 @@ class Batcher(Generic[T, R]):
         # holds a flush back (a flush that writes nothing of its own, such as a forward).
         self.paced = True
         self._busy = False  # several callers shared the last flush or wait for the next
+        self._last_callers: set[object] = set()  # who the last flush carried
         self._flush = flush
         self._max_items = max_items
         self._size = size
@@ -56,7 +67,7 @@ class Batcher(Generic[T, R]):
         if self._closed:
             raise RuntimeError("batcher closed")
         fut: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, fut, asyncio.current_task()))
+        self._pending.append((item, fut, caller.get() or asyncio.current_task()))
         self._pending_size += self._size(item)
         self._wake.set()
         if self._task is None or self._task.done():
@@ -84,7 +95,13 @@ class Batcher(Generic[T, R]):
 
     async def _run(self) -> None:
         while self._pending:
-            window = max(self.linger_s, self.gather_s) if self._busy else self.linger_s
+            callers = self._last_callers | {caller for _, _, caller in self._pending}
+            if len(callers) == 1 and not isinstance(next(iter(callers)), asyncio.Task):
+                window = 0.0  # a lone client: nothing would ride along
+            elif self._busy:
+                window = max(self.linger_s, self.gather_s)
+            else:
+                window = self.linger_s
             due = self._last_flush_s + window
             now = self._clock.monotonic_s()
             if due - now > 1e-6 and not self._full() and not self._closed:
@@ -109,8 +126,8 @@ class Batcher(Generic[T, R]):
             for (_, fut, _), result in zip(batch, results, strict=True):
                 if not fut.done():
                     fut.set_result(result)
-            callers = {caller for _, _, caller in batch}
-            callers.update(caller for _, _, caller in self._pending)
+            self._last_callers = {caller for _, _, caller in batch}
+            callers = self._last_callers | {caller for _, _, caller in self._pending}
             self._busy = len(callers) >= limits.flush_gather_callers
 
     def _take(self) -> list[tuple[T, asyncio.Future[R], object]]:

@@ -137,10 +137,14 @@ class Engine:
             await self.create_queue(name)
         return rt
 
-    async def get_queue(self, name: str) -> QueueState:
-        """The queue's manifest, read fresh from the bucket (a use of it, for its expiry)."""
+    async def get_queue(self, name: str, trust_cached_s: float = 0.0) -> QueueState:
+        """The queue's manifest (a use of it, for its expiry): read fresh from the bucket, or
+        the cached copy when it was shown current less than `trust_cached_s` ago."""
         rt = self.runtime(name)
-        return await self._touch(rt, await rt.refresh())
+        st = rt.state
+        if st is None or rt.manifest.age_s() >= trust_cached_s:
+            st = await rt.refresh()
+        return await self._touch(rt, st)
 
     async def cached_queue(self, name: str) -> QueueState:
         """The queue's manifest as this node last saw it (read only if never seen): for the

@@ -316,7 +316,8 @@ class Queue:
             log.warning("sweep of %s failed: %s", self.name, err)
 
     async def sweep(self) -> int:
-        """Delete segment objects nothing references any more; returns how many.
+        """Delete segment objects nothing references any more (freed slots' objects once their
+        keep has passed, okuri/engine/freed_slots.py); returns how many.
 
         Each page is judged against a manifest read *after* listing it, so a queue recreated
         meanwhile can only have written keys this page never saw.
@@ -332,19 +333,19 @@ class Queue:
                 st: QueueState | None = await self.refresh()
             except QueueDoesNotExist:
                 st = None
+            freed: list[str] = []
             for key in page:
                 parsed = keys.parse_segment(key)
                 if parsed is None:
                     continue
                 _, inc, seq = parsed
-                live = (
-                    st is not None
-                    and inc == st.incarnation
-                    and (seq >= st.kept_from() or seq in st.segments)
-                )
-                if not live:
-                    await self.slots.delete_quietly(key)
+                if st is None or inc != st.incarnation:
+                    await self.slots.delete_quietly(key)  # no one reads another incarnation
                     deleted += 1
+                elif seq < st.kept_from() and seq not in st.segments:
+                    freed.append(key)  # below the cursor: kept a while, as any freed slot
+            self.slots.freed_slots.delete_later(freed)
+            deleted += len(freed)
             after = page[-1]
             if len(page) < 1000:
                 break

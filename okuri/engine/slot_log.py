@@ -43,6 +43,7 @@ from okuri.engine.batching import Batcher
 from okuri.engine.cache import SegmentCache
 from okuri.engine.cursor_pace import CursorPace
 from okuri.engine.fifo_slots import FifoSlots
+from okuri.engine.freed_slots import FreedSlots
 from okuri.engine.manifest import Manifest
 from okuri.engine.retry import Backoff, retrying
 from okuri.engine.tasks import Tasks
@@ -103,12 +104,15 @@ class SlotLog:
         self.poll_ms = limits.poll_ms_min
         self.last_found_s = -1e18
         self.fifo = FifoSlots(name, clock, cache, self.known, self.read_slot)  # FIFO queues only
-        self.producer: Batcher[Message, tuple[int, int]] = Batcher(
+        self.freed_slots = FreedSlots(clock, self.delete_quietly)
+        # Each message with the moment it arrived here (monotonic): what the slot check of its
+        # segment compares with when the manifest was last shown current (`_write`).
+        self.producer: Batcher[tuple[Message, float], tuple[int, int]] = Batcher(
             clock,
             linger_ms,
             self._flush,
             max_items=limits.segment_messages_max,
-            size=lambda m: len(m.body) + 512,
+            size=lambda item: len(item[0].body) + 512,
             max_size=limits.segment_bytes_max,
             gather_ms=limits.flush_gather_ms,
         )
@@ -166,21 +170,54 @@ class SlotLog:
 
     def append(self, message: Message) -> asyncio.Future[tuple[int, int]]:
         """The (slot, index) `message` landed at, once its segment is durable and will be read."""
-        return self.producer.submit(message)
+        return self.producer.submit((message, self.clock.monotonic_s()))
 
-    async def _flush(self, messages: list[Message]) -> list[tuple[int, int]]:
+    async def _flush(self, items: list[tuple[Message, float]]) -> list[tuple[int, int]]:
+        messages = [m for m, _ in items]
         segment = Segment(self.clock.new_id(), tuple(messages))
-        slot = await self._write(segment, encode_segment(segment))
+        arrived_s = min(at for _, at in items)
+        slot = await self._write(segment, encode_segment(segment), arrived_s)
         self._stats["segments_written"] += 1
         self._stats["segment_messages"] += len(messages)
         return [(slot, i) for i in range(len(messages))]
 
-    async def _write(self, segment: Segment, data: bytes) -> int:
+    async def _write(self, segment: Segment, data: bytes, arrived_s: float) -> int:
+        """Write the segment into a slot that will be read; its slot once that is sure.
+
+        `arrived_s`: when its first message arrived. The queue must be shown to exist, in this
+        incarnation, by a read sent after that (a send that began after the queue was deleted,
+        or deleted and created again, would otherwise land where no one reads): the pick's
+        own manifest when it was shown current since, else a read sent beside the write, which
+        costs a GET but no wait of its own."""
         st = await self.manifest.current()
         age_s = self.manifest.age_s()
         if age_s > limits.slot_pick_fresh_s or self.pace.behind(age_s) > _LAG_SLOTS_MAX:
             st = await self.manifest.refresh()  # a stale cursor leads into freed slots
+            age_s = self.manifest.age_s()
+        picked_s = self.clock.monotonic_s() - age_s  # when the cursor we pick from was current
         slot = max(self.head_hint, st.next_seq)
+        alive: asyncio.Future[QueueState] | None = None
+        if picked_s < arrived_s:
+            alive = asyncio.ensure_future(self.manifest.refresh())
+            self._stats["slot_checks_beside"] += 1
+            await self.clock.sleep(0)  # the read leaves first, sent after the send came
+        try:
+            return await self._write_checked(segment, data, st, slot, picked_s, alive)
+        finally:
+            if alive is not None and not alive.done():
+                alive.cancel()
+            elif alive is not None and not alive.cancelled():
+                alive.exception()  # seen: the send failed on its own account, or awaited it
+
+    async def _write_checked(
+        self,
+        segment: Segment,
+        data: bytes,
+        st: QueueState,
+        slot: int,
+        picked_s: float,
+        alive: asyncio.Future[QueueState] | None,
+    ) -> int:
         unsure = -1  # a slot our write may have reached though its reply said otherwise
         failing = Backoff(self.clock)
         for _ in range(limits.put_attempts_max):
@@ -208,7 +245,10 @@ class SlotLog:
                 if not mine:
                     slot = await self.find_head(inc, slot + 1)
                     continue
-            verdict = await self._verify_slot(slot, segment.sid)
+            if alive is not None:
+                await alive  # the queue outlived the send's start, or the send fails
+                alive = None
+            verdict = await self._verify_slot(slot, segment.sid, picked_s)
             st = await self.manifest.current()
             if verdict is None and st.incarnation == inc:
                 self._stats["slot_checks_unsure"] += 1
@@ -225,6 +265,7 @@ class SlotLog:
                 self._notify()
                 return slot
             slot = max(st.next_seq, self.head_hint)
+            picked_s = self.clock.monotonic_s() - self.manifest.age_s()
         raise Unavailable(f"could not append to {self.name!r}: too much contention")
 
     async def _slot_holds(self, inc: str, slot: int, sid: str) -> bool | None:
@@ -232,10 +273,18 @@ class SlotLog:
         seg = await self.read_slot(inc, slot)
         return None if seg is None else seg.sid == sid
 
-    async def _verify_slot(self, slot: int, sid: str) -> bool | None:
+    async def _verify_slot(self, slot: int, sid: str, picked_s: float) -> bool | None:
         """Was our freshly written slot (or will it be) read? False: it was a stale, freed slot
         no one will read. None: the manifest no longer remembers which segment was read there,
-        so writing it again could deliver what was read and deleted already."""
+        so writing it again could deliver what was read and deleted already.
+
+        No read is needed when the cursor the slot was picked from (at or below it) was shown
+        current less than half a freed slot's keep ago: for the slot to be below the cursor
+        now, a segment must have filled it, been read, finished and deleted since, and that
+        delete waits the whole keep (`okuri/engine/freed_slots.py`)."""
+        if self.clock.monotonic_s() - picked_s < limits.freed_slot_keep_s / 2:
+            self._stats["slot_checks_skipped"] += 1
+            return True
         st = await self.manifest.refresh()  # always a fresh read; never judged from the cache
         if slot >= st.next_seq:
             return True
@@ -421,10 +470,10 @@ class SlotLog:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def freed(self, inc: str, seqs: Sequence[int]) -> None:
-        """Slots the manifest dropped: delete their objects in the background."""
+        """Slots the manifest dropped: delete their objects once the keep has passed."""
         for seq in seqs:
             self.cache.drop((self.name, inc, seq))
-            self._tasks.spawn(self.delete_quietly(keys.segment(self.name, inc, seq)))
+        self.freed_slots.delete_later(keys.segment(self.name, inc, seq) for seq in seqs)
 
     async def delete_quietly(self, key: str) -> None:
         try:
@@ -434,9 +483,11 @@ class SlotLog:
 
     async def close(self) -> None:
         await self.producer.drain()
+        self.freed_slots.stop()
 
     def crash(self) -> None:
         self.producer.cancel()
+        self.freed_slots.stop()
 
 
 def wanted_messages(ops: Sequence[Op]) -> int:

@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
-from okuri.engine import Admission, Bounds, Engine
+from okuri.engine import Admission, Bounds, Engine, caller
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.native.grpc_service import SERVICE_NAME as GRPC_SERVICE
 from okuri.native.grpc_service import QueueService
@@ -186,11 +186,13 @@ class Server:
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
         if self.sqs is None:
             raise web.HTTPServiceUnavailable(text="starting")
+        caller.set(request.protocol)  # one client's connection: its requests come in turn
         return await self.sqs.handle(request)
 
     async def _serve_native(self, request: web.Request) -> web.StreamResponse:
         if self.native is None:
             raise web.HTTPServiceUnavailable(text="starting")
+        caller.set(request.protocol)
         return await self.native.handle(request)
 
     def _load_keys(self) -> KeyTable:

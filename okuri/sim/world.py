@@ -467,6 +467,8 @@ class World:
                 await engine.sweep(queue)
             except OkuriError as err:
                 out.append(Violation("sweep", f"{queue}: {err}"))
+        # Freed slots' objects stay a while after the sweep saw them (okuri/engine/freed_slots.py).
+        await asyncio.sleep(limits.freed_slot_keep_s + 1)
         await engine.close()
         await asyncio.sleep(1)
         manifests = 0

@@ -196,7 +196,10 @@ class SqsActions:
         name = p["QueueName"]
         if not QUEUE_NAME.fullmatch(name):
             raise queue_does_not_exist()
-        await self.engine.get_queue(name)
+        # Whether the queue exists, from a copy at most a few seconds old: a lone caller asking
+        # for the URL before each call otherwise waits a store round trip each time. SQS
+        # itself takes up to 60 s to forget a deleted queue.
+        await self.engine.get_queue(name, trust_cached_s=limits.queue_url_cached_s)
         return {"QueueUrl": self.queue_url(name, host)}
 
     async def list_queues(self, p: dict[str, Any], host: str, caller: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Group commit's timing: a lone caller or two never wait for a timer on a zero linger; three or
-more callers at once have their flushes spaced by the gather window."""
+"""Group commit's timing: a lone caller is never held, not even by a linger; two or more share
+its windows; on a zero linger two are never held, and three or more at once have their flushes
+spaced by the gather window."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import time
 
 from okuri.clock import SystemClock
-from okuri.engine.batching import Batcher
+from okuri.engine.batching import Batcher, caller
 
 GATHER_MS = 150
 FLUSH_S = 0.01
@@ -32,13 +33,18 @@ def batcher(rec: Recorder, linger_ms: int = 0) -> Batcher[int, int]:
     return Batcher(SystemClock(), linger_ms, rec.flush, max_items=100, gather_ms=GATHER_MS)
 
 
-async def closed_loop(b: Batcher[int, int], callers: int, rounds: int) -> list[int]:
-    """`callers` tasks, each submitting its next item as soon as its last one is answered."""
+async def closed_loop(
+    b: Batcher[int, int], callers: int, rounds: int, named: bool = False
+) -> list[int]:
+    """`callers` tasks, each submitting its next item as soon as its last one is answered;
+    `named`: each names itself as a client, as the server names a connection."""
 
-    async def caller(k: int) -> list[int]:
+    async def one(k: int) -> list[int]:
+        if named:
+            caller.set(f"client {k}")
         return [await b.submit(k * 1000 + r) for r in range(rounds)]
 
-    results = await asyncio.gather(*(caller(k) for k in range(callers)))
+    results = await asyncio.gather(*(one(k) for k in range(callers)))
     return [x for r in results for x in r]
 
 
@@ -74,4 +80,31 @@ async def test_a_longer_linger_still_caps_a_busy_batcher() -> None:
     rec = Recorder()
     b = batcher(rec, linger_ms=GATHER_MS * 2)
     await closed_loop(b, callers=3, rounds=2)
+    assert min(rec.gaps_s()) >= GATHER_MS * 2 / 1000 * 0.9
+
+
+async def test_a_lone_client_is_not_held_by_the_linger() -> None:
+    """One client waiting on each answer: nothing could ride along, so each flush goes at once
+    (on S3 the linger is 100 ms; a sequential client would wait it out on every call)."""
+    rec = Recorder()
+    b = batcher(rec, linger_ms=GATHER_MS * 2)
+    start = time.monotonic()
+    assert await closed_loop(b, callers=1, rounds=4, named=True) == [0, 2, 4, 6]
+    assert time.monotonic() - start < GATHER_MS * 2 / 1000
+
+
+async def test_two_clients_are_held_by_the_linger() -> None:
+    """Two clients share the flushes: the linger caps them, one flush per window."""
+    rec = Recorder()
+    b = batcher(rec, linger_ms=GATHER_MS * 2)
+    await closed_loop(b, callers=2, rounds=3, named=True)
+    assert min(rec.gaps_s()[1:]) >= GATHER_MS * 2 / 1000 * 0.9
+
+
+async def test_an_unnamed_task_is_held_by_the_linger() -> None:
+    """A task no server named (background work, one of many simulated clients) may not be
+    alone: the linger holds it, as it always did."""
+    rec = Recorder()
+    b = batcher(rec, linger_ms=GATHER_MS * 2)
+    await closed_loop(b, callers=1, rounds=3)
     assert min(rec.gaps_s()) >= GATHER_MS * 2 / 1000 * 0.9

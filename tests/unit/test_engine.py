@@ -560,7 +560,7 @@ async def test_purge_through_another_node_drops_what_that_node_had_seen(
 
 
 async def test_purge_deletes_the_objects_of_purged_and_skipped_slots(
-    node: Engine, store: MemoryStore
+    node: Engine, store: MemoryStore, short_keep: float
 ) -> None:
     st = await node.create_queue(Q)
     for p in (b"a", b"b", b"c"):
@@ -569,11 +569,13 @@ async def test_purge_deletes_the_objects_of_purged_and_skipped_slots(
     await send_bodies(node, Q, b"d")  # slot 3, never adopted
     assert len(segment_keys(store, Q)) == 4
     await node.purge(Q)
+    await asyncio.sleep(short_keep / 3)
+    assert len(segment_keys(store, Q)) == 4  # kept a while: a stale producer finds them taken
 
     async def swept() -> bool:
         return segment_keys(store, Q) == []
 
-    assert await wait_until(swept, 1.0), segment_keys(store, Q)
+    assert await wait_until(swept, 1.0 + short_keep), segment_keys(store, Q)
     await send_bodies(node, Q, b"e")
     assert segment_keys(store, Q) == [keys.segment(Q, st.incarnation, 4)]
 
@@ -790,7 +792,7 @@ async def test_counts_add_up_across_visible_inflight_and_delayed(make_node: Make
 
 
 async def test_sweep_deletes_orphaned_segments_and_never_live_ones(
-    node: Engine, store: MemoryStore
+    node: Engine, store: MemoryStore, short_keep: float
 ) -> None:
     inc = (await node.create_queue(Q)).incarnation
     await node.create_queue("other")
@@ -805,7 +807,9 @@ async def test_sweep_deletes_orphaned_segments_and_never_live_ones(
     async def slot0_gone() -> bool:
         return slot0 not in store.objects
 
-    assert await wait_until(slot0_gone, 1.0)
+    assert await node.receive(Q, wait_s=0) == []
+    assert not await slot0_gone()  # kept: a stale producer's write finds it taken
+    assert await wait_until(slot0_gone, 1.0 + short_keep)
     await send_bodies(node, Q, b"in flight")  # slot 1: adopted, leased
     (live,) = await node.receive(Q)
     now = node.clock.now_ms()
@@ -820,6 +824,15 @@ async def test_sweep_deletes_orphaned_segments_and_never_live_ones(
     await store.put_if_absent(foreign, b"hands off")
 
     assert await node.sweep(Q) == 3
+    # The old incarnation's go at once; the orphan below the cursor stays for the keep.
+    assert segment_keys(store, Q) == sorted(
+        [slot0, keys.segment(Q, inc, 1), keys.segment(Q, inc, 2), foreign]
+    )
+
+    async def orphan_gone() -> bool:
+        return slot0 not in store.objects
+
+    assert await wait_until(orphan_gone, 1.0 + short_keep)
     assert segment_keys(store, Q) == sorted(
         [keys.segment(Q, inc, 1), keys.segment(Q, inc, 2), foreign]
     )
@@ -914,6 +927,7 @@ async def test_close_flushes_pending_sends(make_node: MakeNode) -> None:
     assert {d.message.id for d in got} >= {r.message_id for r in results}
 
 
+@pytest.mark.usefixtures("freed_at_once")
 @pytest.mark.parametrize("freed_slots", [5, limits.manifest_recent_slots + 6])
 async def test_producer_with_a_stale_head_whose_slot_was_freed_still_delivers(
     make_node: MakeNode, store: MemoryStore, freed_slots: int
@@ -957,7 +971,11 @@ async def test_producer_with_a_stale_head_whose_slot_was_freed_still_delivers(
     # the copy a wrote into the freed slot is an orphan the sweeper removes
     if keys.segment(Q, inc, 0) in store.objects:
         assert await b.sweep(Q) >= 1
-    assert keys.segment(Q, inc, 0) not in store.objects
+
+    async def orphan_gone() -> bool:
+        return keys.segment(Q, inc, 0) not in store.objects
+
+    assert await wait_until(orphan_gone, 1.0)
 
 
 async def test_recreated_queue_delivers_messages_sent_through_the_same_node(
@@ -1110,3 +1128,23 @@ async def test_a_lease_of_a_hundred_is_one_receive_and_one_cas() -> None:
         assert after["cas"] - before["cas"] == 1
     finally:
         await node.close()
+
+
+async def test_a_queue_asked_for_again_soon_is_answered_from_the_cached_manifest(
+    make_node: MakeNode,
+) -> None:
+    counting = CountingStore(MemoryStore())
+    a, b = make_node(on=counting), make_node(on=counting)
+    await a.create_queue(Q)
+    await a.get_queue(Q)
+    before = counting.counts.snapshot()["get"]
+    for _ in range(5):
+        await a.get_queue(Q, trust_cached_s=5.0)
+    assert counting.counts.snapshot()["get"] == before  # shown current a moment ago
+    await a.get_queue(Q)
+    assert counting.counts.snapshot()["get"] == before + 1  # no trust: read fresh
+    await a.delete_queue(Q)
+    with pytest.raises(QueueDoesNotExist):  # deleted through this node: forgotten at once
+        await a.get_queue(Q, trust_cached_s=5.0)
+    with pytest.raises(QueueDoesNotExist):
+        await b.get_queue(Q, trust_cached_s=5.0)  # never seen here: read

@@ -78,6 +78,7 @@ async def pass_slots(engine: Engine, n: int) -> None:
             await engine.ack(Q, [d.receipt_handle])
 
 
+@pytest.mark.usefixtures("freed_at_once")
 async def test_a_send_read_and_forgotten_while_its_slot_was_checked_is_not_written_again() -> None:
     store = MemoryStore()
     held = HeldCheck(store)
@@ -104,6 +105,7 @@ async def test_a_send_read_and_forgotten_while_its_slot_was_checked_is_not_writt
     await b.close()
 
 
+@pytest.mark.usefixtures("freed_at_once")
 async def test_a_stale_slot_freed_before_the_write_is_written_again_at_the_head() -> None:
     store = MemoryStore()
     counting = HeldCheck(store)
@@ -153,3 +155,72 @@ def test_the_pace_rises_at_once_and_falls_by_halves() -> None:
     pace.saw(11.5, 0)  # a new incarnation's cursor starts again
     pace.saw(12.5, 10)
     assert pace.behind(1.0) == pytest.approx(55.0)
+
+
+# --- under the keep: freed slots' objects stay a while (okuri/engine/freed_slots.py) -----------
+
+
+class Timeline(ForwardingStore):
+    """Records when manifest reads and segment writes begin and end, in order."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.events: list[str] = []
+        self.segment_writes = 0
+
+    async def put_if_absent(self, key: str, data: bytes) -> str:
+        segment = key.startswith(keys.segments_of_queue(Q))
+        if segment:
+            self.events.append("put")
+        try:
+            return await self.inner.put_if_absent(key, data)
+        finally:
+            if segment:
+                self.segment_writes += 1
+                self.events.append("put answered")
+
+    async def get(self, key: str):  # type: ignore[no-untyped-def]
+        if key == keys.manifest(Q):
+            self.events.append("read")
+        return await self.inner.get(key)
+
+
+async def test_under_the_keep_a_stale_producer_finds_its_freed_slot_taken() -> None:
+    store = MemoryStore()
+    timeline = Timeline(store)
+    a = Engine(timeline, SystemClock(), linger_ms=0)
+    b = Engine(store, SystemClock(), linger_ms=0)
+    await b.create_queue(Q)
+    await a.send_one(Q, SendRequest(b"first"))
+    assert await consume_everything(b) == [b"first"]
+    await pass_slots(b, 5)  # A's idea of the head is 5 slots behind; the slots were freed
+
+    timeline.events.clear()
+    skipped = a.stats["slot_checks_skipped"]
+    await a.send_one(Q, SendRequest(b"second"))
+    # The freed slot's object is still there: the write found it taken and went to the head,
+    # and no read of the manifest followed the write that landed.
+    assert await consume_everything(b) == [b"second"]
+    assert timeline.events[-1] == "put answered"
+    assert a.stats["slot_checks_skipped"] == skipped + 1
+    assert a.stats["slot_checks_unsure"] == 0
+    await a.close()
+    await b.close()
+
+
+async def test_a_lone_send_reads_the_manifest_beside_its_write_not_after() -> None:
+    store = MemoryStore()
+    timeline = Timeline(store)
+    node = Engine(timeline, SystemClock(), linger_ms=0)
+    await node.create_queue(Q)
+    await node.receive(Q, 1, wait_s=0)  # the cache was shown current before the send began
+    timeline.events.clear()
+    await node.send_one(Q, SendRequest(b"one"))
+    # One read, sent before the write was answered (the queue outlived the send's start),
+    # and none after: a send waits for one store round trip, its write.
+    assert timeline.events.count("read") == 1
+    assert timeline.events.index("read") < timeline.events.index("put answered")
+    assert timeline.events[-1] == "put answered"
+    assert node.stats["slot_checks_beside"] == 1
+    assert await consume_everything(node) == [b"one"]
+    await node.close()
