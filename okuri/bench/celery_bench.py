@@ -1,11 +1,13 @@
-"""`okuri bench celery`: one Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ.
+"""`okuri bench celery`: one Celery load on okuri (okuri:// and sqs://), in-memory SQS emulators
+(ministack, moto), Redis and RabbitMQ.
 
 Why: what a Celery user compares is the same app on each broker. So this runs, for each broker
 in turn (okuri/bench/celery_brokers.py starts it on 127.0.0.1 and stops it by pid afterwards),
 one real `celery worker --pool=prefork --concurrency=2` and two loads of `add(i, i)` tasks with
 results ignored (okuri/bench/celery_load.py): first one producer process sending --tasks, then
 --producers processes sharing them. It prints enqueue-alone and end-to-end tasks/s per broker
-and load, side by side, with ratios against Redis.
+and load, side by side, with ratios against Redis, and sqs:// on okuri against the same
+transport on each emulator.
 
 Celery is imported only by the processes the bench starts (worker, producers), never by this
 one, and nothing here is imported by the server.
@@ -29,13 +31,12 @@ from okuri.bench.celery_brokers import (
     OKURI_LEASE_S,
     OKURI_WAIT_S,
     SqsSettings,
-    Unavailable,
     broker,
 )
 from okuri.bench.celery_load import Ids, Load, app_config, run_load, worker
 from okuri.bench.celery_report import render
 from okuri.bench.flags import bounded
-from okuri.bench.servers import BenchError
+from okuri.bench.servers import BenchError, Unavailable
 
 TASKS_MAX = 100_000
 PRODUCERS_MAX = 64
@@ -133,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="okuri bench celery",
         description="One Celery load (add(i, i), results ignored, one prefork worker) on okuri "
-        "via okuri:// and sqs://, Redis and RabbitMQ, started here on 127.0.0.1: enqueue and "
+        "via okuri:// and sqs://, sqs:// on in-memory emulators, Redis and RabbitMQ, started "
+        "here on 127.0.0.1: enqueue and "
         "end-to-end tasks/s side by side.",
     )
     add = p.add_argument

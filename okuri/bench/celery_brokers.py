@@ -1,12 +1,14 @@
-"""The four brokers `okuri bench celery` measures, each started for its turn and stopped by pid.
+"""The brokers `okuri bench celery` measures, each started for its turn and stopped by pid.
 
 - `okuri`: `okuri serve` on a fresh local directory (okuri.bench.servers), through okuri's own
   kombu transport, `okuri://` (integrations/kombu), with an admin bearer key (OKURI_ADMIN_KEY);
 - `okuri-unconfirmed`: the same with the transport option `confirm_publish` off: a publish
   returns at once and a thread sends publishes in batches (as RabbitMQ without confirms);
 - `sqs`: another such `okuri serve`, through kombu's stock SQS transport, `sqs://`;
-- `moto`: moto's server (an in-memory SQS emulator, not durable) through the same `sqs://`,
-  the peer `sqs` is measured against;
+- `ministack`: ministack (okuri.bench.ministack: the fastest in-memory SQS emulator installable
+  here, in a virtualenv of its own, not durable) through the same `sqs://`, the peer `sqs` is
+  measured against;
+- `moto`: moto's server (another in-memory SQS emulator) through the same `sqs://`;
 - `redis`: Debian's `redis-server` (package redis-server) with its default persistence (RDB
   snapshots, no append-only file), in a temporary directory;
 - `rabbitmq`: Debian's RabbitMQ (package rabbitmq-server), its Erlang VM run directly with
@@ -33,6 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okuri.bench.ministack import ACCESS_KEY_ID as MINISTACK_ACCESS_KEY_ID
+from okuri.bench.ministack import SECRET_ACCESS_KEY as MINISTACK_SECRET_ACCESS_KEY
+from okuri.bench.ministack import ministack_server
 from okuri.bench.servers import (
     BIND_ATTEMPTS,
     DEV_ACCESS_KEY_ID,
@@ -45,6 +50,7 @@ from okuri.bench.servers import (
     BenchError,
     Process,
     StoreSpec,
+    Unavailable,
     clean_environ,
     free_port,
     moto_server,
@@ -53,7 +59,7 @@ from okuri.bench.servers import (
     tail,
 )
 
-BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "moto", "redis", "rabbitmq")
+BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "ministack", "moto", "redis", "rabbitmq")
 OKURI_NATIVE = ("okuri", "okuri-unconfirmed")
 REDIS_START_S = 15.0
 RABBITMQ_START_S = 90.0  # an Erlang VM booting RabbitMQ on a busy machine: ten seconds or more
@@ -63,10 +69,6 @@ OKURI_LEASE_S = 60
 OKURI_WAIT_S = 10  # okuri://'s long poll, as docs/celery.md section 10 configures it
 SQS_VISIBILITY_S = 60
 RABBITMQ_ERL_ARGS = "-kernel inet_dist_use_interface {127,0,0,1}"
-
-
-class Unavailable(Exception):
-    """This broker cannot run here (a program or a Python package is missing): skip it."""
 
 
 @dataclass
@@ -197,6 +199,23 @@ def moto_broker(workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
         )
 
 
+@contextlib.contextmanager
+def ministack_broker(workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
+    """ministack, in memory, through kombu's sqs://: the fastest emulator `sqs` is compared with
+    (installed into its own virtualenv on first use; Unavailable if it cannot be)."""
+    _needs_module("boto3", "ministack", "pip install 'celery[sqs]'")
+    _needs_module("pycurl", "ministack", "pip install 'celery[sqs]'")
+    with ministack_server(workdir, "ministack-celery") as server:
+        port = server.endpoint.rsplit(":", 1)[1]
+        yield Broker(
+            "ministack",
+            f"sqs://{MINISTACK_ACCESS_KEY_ID}:{MINISTACK_SECRET_ACCESS_KEY}@{LOOPBACK}:{port}",
+            _sqs_options(sqs),
+            f"ministack via kombu's sqs:// ({_sqs_settings(sqs)}), in memory: not durable",
+            pids=[server.process.pid],
+        )
+
+
 # --- redis -------------------------------------------------------------------------------------
 
 
@@ -321,6 +340,9 @@ def broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     """Broker `name` started in `workdir`; Unavailable if it cannot run here."""
     if name in (*OKURI_NATIVE, "sqs"):
         with okuri_broker(name, workdir, sqs) as b:
+            yield b
+    elif name == "ministack":
+        with ministack_broker(workdir, sqs) as b:
             yield b
     elif name == "moto":
         with moto_broker(workdir, sqs) as b:

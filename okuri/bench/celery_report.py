@@ -1,5 +1,6 @@
 """The text `okuri bench celery` prints: one row per broker and load, side by side, with ratios
-against Redis, and `sqs://` on okuri against `sqs://` on moto's in-memory emulator.
+against Redis, and `sqs://` on okuri against `sqs://` on each in-memory emulator that ran
+(ministack, moto).
 
 Why apart: the figures are a plain dict (also printed as JSON); their layout is a separate
 concern, testable on a hand-made dict. A figure that could not be read prints as "-".
@@ -12,7 +13,8 @@ from typing import Any
 from okuri.bench.sqs_report import cell
 
 BASELINE = "redis"
-SQS_PAIR = ("sqs", "moto")  # the same sqs:// transport on okuri, and on the emulator
+SQS_ON_OKURI = "sqs"  # kombu's sqs:// transport on okuri...
+EMULATORS = ("ministack", "moto")  # ...and the same transport on each in-memory emulator
 NAME_CHARS = 18  # "okuri-unconfirmed" and a space
 CELL_CHARS = 12
 
@@ -44,16 +46,25 @@ def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> 
     return line
 
 
-def _sqs_pair(brokers: dict[str, Any], load: str) -> list[str]:
-    """sqs:// on okuri over sqs:// on moto, enqueue and end to end, when both ran."""
-    runs = [brokers.get(name, {}).get("runs", {}).get(load) for name in SQS_PAIR]
-    if runs[0] is None or runs[1] is None:
-        return []
-    ratios = [
-        cell("{:.2f}x", _ratio(runs[0][key], runs[1][key]))
-        for key in ("enqueue_tasks_per_s", "end_to_end_tasks_per_s")
-    ]
-    return [f"sqs:// on okuri / on moto: enqueue {ratios[0]}, end2end {ratios[1]}"]
+def _run_of(brokers: dict[str, Any], name: str, load: str) -> dict[str, Any] | None:
+    run: dict[str, Any] | None = brokers.get(name, {}).get("runs", {}).get(load)
+    return run
+
+
+def _sqs_pairs(brokers: dict[str, Any], load: str) -> list[str]:
+    """sqs:// on okuri over sqs:// on each emulator, enqueue and end to end, where both ran."""
+    okuri = _run_of(brokers, SQS_ON_OKURI, load)
+    lines = []
+    for emulator in EMULATORS:
+        peer = _run_of(brokers, emulator, load)
+        if okuri is None or peer is None:
+            continue
+        ratios = [
+            cell("{:.2f}x", _ratio(okuri[key], peer[key]))
+            for key in ("enqueue_tasks_per_s", "end_to_end_tasks_per_s")
+        ]
+        lines.append(f"sqs:// on okuri / on {emulator}: enqueue {ratios[0]}, end2end {ratios[1]}")
+    return lines
 
 
 def render(result: dict[str, Any]) -> str:
@@ -78,7 +89,7 @@ def render(result: dict[str, Any]) -> str:
         base = result["brokers"].get(BASELINE, {}).get("runs", {}).get(load["name"])
         for name, b in result["brokers"].items():
             lines.append(_row(name, b["runs"].get(load["name"]), base))
-        lines += _sqs_pair(result["brokers"], load["name"])
+        lines += _sqs_pairs(result["brokers"], load["name"])
     lines += [
         "",
         "enqueue/s: tasks / time until the last producer's apply_async returned (the worker "

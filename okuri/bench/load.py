@@ -19,8 +19,12 @@ speaks SQS, and okuri.bench.native_load's driver the native API, so both surface
 the same way.
 
 Phases: warm-up (not counted), a measured window, then producers stop and consumers drain for
-at most `drain_s`. Window hooks (a profiler, a metrics scrape) run as the window opens and
-closes. Every failed request is counted and the first one kept; none is fatal.
+at most `drain_s`. The window is `seconds` long, or, with `messages` (SQS driver only), counted:
+after the warm-up, producers pause until sends in flight have answered and the queue is empty
+(at most `drain_s`), then the window opens and producers send exactly `messages` in total; it
+closes when that many were deleted (at most `seconds`), so the rate is the count over the time
+to move it through an empty queue. Window hooks (a profiler, a metrics scrape) run as the
+window opens and closes. Every failed request is counted and the first one kept; none is fatal.
 """
 
 from __future__ import annotations
@@ -89,6 +93,8 @@ class Workload:
     # Each producer is a sequential client instead: send a batch, receive, delete what came,
     # in turn (an application's round trip, one call at a time); no consumers run apart.
     sequential: bool = False
+    # 0: a window of `seconds`; N: a window of N messages sent and deleted, `seconds` at most.
+    messages: int = 0
 
     def queue_request(self, name: str) -> dict[str, Any]:
         """CreateQueue's parameters for the queue this workload runs on."""
@@ -142,6 +148,12 @@ class ClosedLoop(Generic[C]):
         self.first_error: str | None = None
         self._room = asyncio.Event()  # a delete made room under the backlog cap
         self._empty = asyncio.Event()  # producers stopped and everything sent was deleted
+        # With a message count: what producers may still send (None: no count yet).
+        self._quota: int | None = None
+        self._sending = 0  # sends in flight
+        self._granted = asyncio.Event()  # the quota grew
+        self._quiet = asyncio.Event()  # paused: nothing in flight, nothing left in the queue
+        self._counted = asyncio.Event()  # the window's count was deleted
 
     @property
     def backlog(self) -> int:
@@ -171,6 +183,50 @@ class ClosedLoop(Generic[C]):
             return False
         return True
 
+    def _claim(self) -> int:
+        """How many messages the next send may carry: a batch, or under a message count what is
+        left of it (0: none now)."""
+        if self._quota is None:
+            return self.batch
+        n = min(self.batch, self._quota)
+        self._quota -= n
+        return n
+
+    def _unclaim(self, n: int) -> None:
+        """Messages the window's count let through but that were not accepted (a failed send
+        or entry): someone sends them again."""
+        if self._quota is not None and self.measuring and n > 0:
+            self._quota += n
+            self._granted.set()
+
+    async def _no_quota(self) -> None:
+        """Wait a little for the quota to grow (or for the run to stop producing)."""
+        self._granted.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._granted.wait(), BACKLOG_POLL_S)
+
+    def _check_quiet(self) -> None:
+        if self._quota == 0 and not self._sending and self.backlog == 0:
+            self._quiet.set()
+
+    async def _settle(self) -> None:
+        """Before a counted window: stop sending, then wait (at most drain_s) until the sends
+        in flight have answered and the consumers have emptied the queue."""
+        self._quota = 0
+        self._quiet.clear()
+        self._check_quiet()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._quiet.wait(), self.workload.drain_s)
+
+    async def _measure_count(self, messages: int, seconds_max: float) -> None:
+        """Let producers send `messages` in all; return once that many were deleted in the
+        window, or after `seconds_max`."""
+        self._counted.clear()
+        self._quota = messages
+        self._granted.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._counted.wait(), seconds_max)
+
     def _was_sent(self, ok: int) -> None:
         self.sent += ok
         if self.measuring:
@@ -193,9 +249,12 @@ class ClosedLoop(Generic[C]):
         self._room.set()
         if not self.producing and self.backlog == 0:
             self._empty.set()
+        self._check_quiet()
         if self.measuring:
             self.window.delete_requests += 1
             self.window.messages_deleted += ok
+            if self.workload.messages and self.window.messages_deleted >= self.workload.messages:
+                self._counted.set()
 
     def _was_called(self, action: str, worker: int, seconds: float) -> None:
         if self.measuring:
@@ -238,6 +297,8 @@ class ClosedLoop(Generic[C]):
         self, server_cpu_s: Callable[[], float | None], hooks: Sequence[WindowHook] = ()
     ) -> dict[str, Any]:
         w = self.workload
+        if w.messages and w.warmup_s <= 0:
+            self._quota = 0  # no warm-up: nothing is sent before the counted window
         if w.sequential:
             producers = [asyncio.ensure_future(self.cycle(p)) for p in range(w.producers)]
             consumers = []
@@ -247,19 +308,25 @@ class ClosedLoop(Generic[C]):
         open_hooks: list[WindowHook] = []
         try:
             await asyncio.sleep(w.warmup_s)
+            if w.messages:
+                await self._settle()
             for hook in hooks:
                 await hook.opened()
                 open_hooks.append(hook)
             cpu0, client0, machine0 = server_cpu_s(), time.process_time(), machine_cpu()
             t0 = time.monotonic()
             self.measuring = True
-            await asyncio.sleep(w.seconds)
+            if w.messages:
+                await self._measure_count(w.messages, w.seconds)
+            else:
+                await asyncio.sleep(w.seconds)
             self.measuring = False
             cpu1, client1, machine1 = server_cpu_s(), time.process_time(), machine_cpu()
             t1 = time.monotonic()
             while open_hooks:
                 await open_hooks.pop(0).closed()
             self.producing = False
+            self._granted.set()  # wake producers waiting for a count's quota: they stop now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
                     asyncio.gather(*producers), w.drain_s + w.wait_s + PRODUCER_STOP_SLACK_S
@@ -359,8 +426,12 @@ class Driver(ClosedLoop[SqsClient]):
         while self.producing:
             if not await self._room_to_send():
                 continue
-            await self._send(client, producer, seq)
-            seq += self.batch
+            n = self._claim()
+            if not n:
+                await self._no_quota()
+                continue
+            await self._send(client, producer, seq, n)
+            seq += n
 
     async def consume(self, consumer: int) -> None:
         client = self._client(consumer)
@@ -373,23 +444,39 @@ class Driver(ClosedLoop[SqsClient]):
         client = self._client(worker)
         seq = 0
         while self.producing:
-            await self._send(client, worker, seq)
-            seq += self.batch
+            n = self._claim()  # none while a counted window has not opened or is spent
+            if n:
+                await self._send(client, worker, seq, n)
+                seq += n
             await self._receive_and_delete(client, worker)
 
-    async def _send(self, client: SqsClient, producer: int, seq: int) -> None:
-        entries = [self.workload.entry(producer, seq + k, k) for k in range(self.batch)]
+    async def _send(self, client: SqsClient, producer: int, seq: int, n: int) -> None:
+        """Send `n` messages in one batch; what was not accepted goes back to the quota."""
+        entries = [self.workload.entry(producer, seq + k, k) for k in range(n)]
+        self._sending += 1
+        try:
+            ok = await self._send_batch(client, producer, entries)
+        finally:
+            self._sending -= 1
+        self._unclaim(n - len(ok or ()))
+        if ok is not None:
+            if self.ledger is not None:
+                self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
+            self._was_sent(len(ok))
+        self._check_quiet()
+
+    async def _send_batch(
+        self, client: SqsClient, producer: int, entries: list[dict[str, Any]]
+    ) -> list[Any] | None:
+        """The entries accepted; None when the request failed (counted, never fatal)."""
         start_s = time.monotonic()
         try:
             reply = await client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
         except Exception as err:  # any failure is counted and reported, never fatal
             await self._failed("SendMessageBatch", err)
-            return
+            return None
         self._was_called("SendMessageBatch", producer, time.monotonic() - start_s)
-        ok = self._succeeded("SendMessageBatch", reply)
-        if self.ledger is not None:
-            self.ledger.acknowledged((e["MessageId"] for e in ok), time.monotonic())
-        self._was_sent(len(ok))
+        return self._succeeded("SendMessageBatch", reply)
 
     async def _receive_and_delete(self, client: SqsClient, consumer: int) -> None:
         sent_s = time.monotonic()

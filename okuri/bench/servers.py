@@ -48,6 +48,11 @@ class BenchError(Exception):
     """The benchmark cannot run (a server did not start, a queue could not be made)."""
 
 
+class Unavailable(Exception):
+    """A peer or broker cannot run here (a program or package is missing, or cannot be
+    installed): the bench skips it with this one line, which says what to install."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))

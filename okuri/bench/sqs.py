@@ -1,11 +1,17 @@
-"""`okuri bench sqs`: end-to-end SQS throughput and latency of `okuri serve` nodes, beside moto's.
+"""`okuri bench sqs`: end-to-end SQS throughput and latency of `okuri serve` nodes, beside an
+in-memory SQS emulator's.
 
 Why: the issue asks for 5,000 messages/s end to end from one server process with the local
 store, and how that scales over nodes sharing one store; a number is only meaningful next to a
 peer measured the same way in the same run. So this starts real `okuri serve` processes (free
 127.0.0.1 ports, one fresh store per node count: a temporary directory, or a bucket on moto's
 S3 with `--store s3`), drives them through the public SQS API as an application would, then
-does the same against moto's SQS server (`python -m moto.server`), and prints both.
+does the same against the peer (`--peer`): ministack by default, the fastest emulator
+installable here (okuri.bench.ministack installs it into a virtualenv of its own on first use,
+and the peer is skipped with one line when it cannot be), or moto's SQS server; and prints both.
+
+The window is `--seconds` long, or `--messages N`: producers send N messages in all into an
+empty queue and the rate is N over the time to receive and delete them (okuri.bench.load).
 
 `--nodes 1,2,3` measures each count in turn; producers and consumers are spread over the nodes
 (okuri.bench.load), and each node's manifest commits, manifest conflicts (412s on the manifest,
@@ -38,15 +44,24 @@ from typing import Any
 from okuri.bench.flags import bounded
 from okuri.bench.load import BATCH_ENTRIES, Workload, default_backlog
 from okuri.bench.measure import BODY_BYTES
-from okuri.bench.servers import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY, REGION, BenchError
+from okuri.bench.servers import (
+    DEV_ACCESS_KEY_ID,
+    DEV_SECRET_ACCESS_KEY,
+    REGION,
+    BenchError,
+    Unavailable,
+)
 from okuri.bench.sqs_report import render
-from okuri.bench.sqs_runs import Options, run_moto, run_okuri
+from okuri.bench.sqs_runs import PEERS, Options, run_okuri, run_peer
 
 # Flag bounds: a limit on everything.
 PRODUCERS_MAX = 256
 WORKERS_DEFAULT = 8  # producers, and consumers
 CONSUMERS_MAX = 256
 SECONDS_MAX = 3600.0
+SECONDS_DEFAULT = 20.0
+COUNTED_SECONDS_DEFAULT = 600.0  # the bound on a --messages window when --seconds is not given
+MESSAGES_MAX = 10_000_000
 WARMUP_S_MAX = 600.0
 DRAIN_S_MAX = 120.0
 WAIT_S_MAX = 20
@@ -61,16 +76,27 @@ CLIENTS = ("light", "aiobotocore")
 STORES = ("local", "s3")
 
 
+def _peer(opts: Options, workdir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The peer's figures, or why it was skipped (it cannot be installed here)."""
+    if opts.peer is None:
+        return None, None
+    try:
+        return run_peer(opts, workdir), None
+    except Unavailable as why:
+        print(f"okuri bench sqs: skipping the peer: {why}", file=sys.stderr)
+        return None, str(why)
+
+
 def measure(opts: Options) -> dict[str, Any]:
     w = opts.workload
     with tempfile.TemporaryDirectory(prefix="okuri-bench-sqs-") as tmp:
         workdir = Path(tmp)
         okuri = run_okuri(opts, workdir)
-        moto = run_moto(opts, workdir) if opts.peer else None
+        peer, skipped = _peer(opts, workdir)
     for run in okuri:
-        run["ratio_to_moto"] = (
-            round(run["messages_per_s"] / moto["messages_per_s"], 2)
-            if moto is not None and moto["messages_per_s"] > 0
+        run["ratio_to_peer"] = (
+            round(run["messages_per_s"] / peer["messages_per_s"], 2)
+            if peer is not None and peer["messages_per_s"] > 0
             else None
         )
     if opts.endpoint is not None:
@@ -85,6 +111,7 @@ def measure(opts: Options) -> dict[str, Any]:
             "producers": w.producers,
             "consumers": w.consumers,
             "seconds": w.seconds,
+            "messages": w.messages,
             "warmup_s": w.warmup_s,
             "drain_s": w.drain_s,
             "wait_s": w.wait_s,
@@ -98,6 +125,7 @@ def measure(opts: Options) -> dict[str, Any]:
             "rounds": opts.rounds,
             "client": opts.client,
             "store": store,
+            "peer": opts.peer,
         },
         "machine": {
             "cpus": os.cpu_count(),
@@ -105,7 +133,8 @@ def measure(opts: Options) -> dict[str, Any]:
             "same CPUs as the servers under test",
         },
         "okuri": okuri,
-        "moto": moto,
+        "peer": peer,
+        "peer_skipped": skipped,
     }
 
 
@@ -157,12 +186,27 @@ def node_counts(text: str) -> tuple[int, ...]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="okuri bench sqs",
-        description="Closed-loop SQS throughput and latency of `okuri serve` nodes, beside moto's.",
+        description="Closed-loop SQS throughput and latency of `okuri serve` nodes, beside an "
+        "in-memory SQS emulator's.",
     )
     add = p.add_argument
     add("--producers", type=bounded(int, 1, PRODUCERS_MAX), default=None, help="default 8")
     add("--consumers", type=bounded(int, 1, CONSUMERS_MAX), default=None, help="default 8")
-    add("--seconds", type=bounded(float, 0.5, SECONDS_MAX), default=20.0, help="measured window")
+    add(
+        "--seconds",
+        type=bounded(float, 0.5, SECONDS_MAX),
+        default=None,
+        help=f"measured window (default {SECONDS_DEFAULT:g}); with --messages, its bound "
+        f"(default {COUNTED_SECONDS_DEFAULT:g})",
+    )
+    add(
+        "--messages",
+        type=bounded(int, 1, MESSAGES_MAX),
+        default=None,
+        metavar="N",
+        help="a counted window instead: after the warm-up and an empty queue, producers send N "
+        "messages in all; the rate is N over the time until all are deleted",
+    )
     add("--warmup-seconds", dest="warmup_s", type=bounded(float, 0, WARMUP_S_MAX), default=3.0)
     add(
         "--drain-seconds",
@@ -205,10 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--peer",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also measure moto's SQS server with the same workload and client",
+        choices=(*PEERS, "none"),
+        default=PEERS[0],
+        help="also measure this in-memory SQS emulator with the same workload and client "
+        f"(default {PEERS[0]}, the fastest installable here; installed on first use)",
     )
+    add("--no-peer", dest="peer", action="store_const", const="none", help="as --peer none")
     add("--endpoint", default=None, help="drive this okuri endpoint instead of starting one")
     add("--access-key-id", default=None, help="with --endpoint (env OKURI_ACCESS_KEY_ID)")
     add("--secret-access-key", default=None, help="with --endpoint (env OKURI_SECRET_ACCESS_KEY)")
@@ -259,7 +305,8 @@ def options(args: argparse.Namespace) -> Options:
         workload=Workload(
             producers=args.sequential or producers,
             consumers=0 if args.sequential else consumers,
-            seconds=args.seconds,
+            seconds=args.seconds
+            or (COUNTED_SECONDS_DEFAULT if args.messages else SECONDS_DEFAULT),
             warmup_s=args.warmup_s,
             drain_s=args.drain_s,
             wait_s=args.wait_s,
@@ -272,9 +319,10 @@ def options(args: argparse.Namespace) -> Options:
             ),
             fifo_groups=args.fifo_groups,
             sequential=args.sequential > 0,
+            messages=args.messages or 0,
         ),
         linger_ms=args.linger_ms,
-        peer=args.peer,
+        peer=None if args.peer == "none" else args.peer,
         nodes=args.nodes or (1,),
         rounds=args.rounds,
         store=args.store,

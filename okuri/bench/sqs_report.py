@@ -1,4 +1,5 @@
-"""The text `okuri bench sqs` prints: one column per node count and one for moto, then per node.
+"""The text `okuri bench sqs` prints: one column per node count and one for the peer emulator
+(named: ministack or moto), then per node.
 
 Why apart: the figures are a plain dict (also printed as JSON); how they are laid out for a
 reader is a separate concern, and it stays testable on a hand-made dict. A figure that could not
@@ -147,10 +148,10 @@ def render(result: dict[str, Any]) -> str:
     c = result["config"]
     linger = "server default" if c["linger_ms"] is None else f"{c['linger_ms']} ms"
     runs: list[dict[str, Any]] = result["okuri"]
-    moto = result["moto"]
+    peer, peer_name = result.get("peer"), c.get("peer") or "peer"
     columns = [(run_name(r), r) for r in runs]
-    if moto:
-        columns.append(("moto", moto))
+    if peer:
+        columns.append((peer_name, peer))
     if c.get("sequential"):
         load = (
             f"{c['producers']} sequential client(s) x SendMessageBatch({c['batch_entries']}), "
@@ -163,10 +164,16 @@ def render(result: dict[str, Any]) -> str:
             f"{c['consumers']} consumers x ReceiveMessage({c['batch_entries']}, wait "
             f"{c['wait_s']} s) + DeleteMessageBatch"
         )
+    window = (
+        f"{c['messages']} messages sent and deleted (at most {c['seconds']:g} s), from an "
+        "empty queue"
+        if c.get("messages")
+        else f"{c['seconds']:g} s"
+    )
     lines = [
         f"okuri bench sqs: {load}; {c['body_bytes']}-byte bodies; {c['client']} client"
         + (f"; FIFO queue, {c['fifo_groups']} message groups" if c.get("fifo_groups") else ""),
-        f"warm-up {c['warmup_s']:g} s, window {c['seconds']:g} s, drain <= {c['drain_s']:g} s; "
+        f"warm-up {c['warmup_s']:g} s, window {window}, drain <= {c['drain_s']:g} s; "
         f"backlog cap {c['backlog_max'] or 'none'}; okuri linger {linger}; store: {c['store']}",
         "",
         "".ljust(LABEL_CHARS) + "".join(name.rjust(CELL_CHARS) for name, _ in columns),
@@ -184,10 +191,12 @@ def render(result: dict[str, Any]) -> str:
         if per_node:
             lines += [*per_node, ""]
     lines += _round_lines(result.get("rounds"))
+    if result.get("peer_skipped"):
+        lines.append(f"peer {peer_name} skipped: {result['peer_skipped']}")
     for run in runs:
-        if run.get("ratio_to_moto") is not None:
+        if run.get("ratio_to_peer") is not None:
             lines.append(
-                f"{run_name(run)}/moto, messages/s end to end: {run['ratio_to_moto']:.2f}x"
+                f"{run_name(run)}/{peer_name}, messages/s end to end: {run['ratio_to_peer']:.2f}x"
             )
     for name, figures in columns:
         if figures.get("first_error"):

@@ -1,12 +1,13 @@
 """The runs of `okuri bench sqs`: start servers, open clients, drive the load, read the nodes.
 
 Why apart from the command: this is what one measurement is (N fresh `okuri serve` nodes on a
-fresh store, or a server someone else started, or moto's SQS as the peer), while okuri.bench.sqs
-only parses flags and prints. Each run opens one client per endpoint (the light client or
-aiobotocore), creates a queue through the first, runs okuri.bench.load's closed loop spread over
-all of them, and deletes the queue. With nodes started here, a window hook (`NodeProbe`) reads
-every node's /metrics and CPU as the measured window opens and closes, so the per-node figures
-cover the window only. Every process is stopped by its pid when the run ends.
+fresh store, or a server someone else started, or an in-memory emulator's SQS as the peer:
+ministack or moto), while okuri.bench.sqs only parses flags and prints. Each run opens one
+client per endpoint (the light client or aiobotocore), creates a queue through the first, runs
+okuri.bench.load's closed loop spread over all of them, and deletes the queue. With nodes
+started here, a window hook (`NodeProbe`) reads every node's /metrics and CPU as the measured
+window opens and closes, so the per-node figures cover the window only. Every process is
+stopped by its pid when the run ends.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from typing import Any
 from okuri.bench.load import Driver, SqsClient, WindowHook, Workload
 from okuri.bench.measure import process_cpu_s
 from okuri.bench.metrics import NodeCounters, scrape
+from okuri.bench.ministack import ACCESS_KEY_ID as MINISTACK_ACCESS_KEY_ID
+from okuri.bench.ministack import SECRET_ACCESS_KEY as MINISTACK_SECRET_ACCESS_KEY
+from okuri.bench.ministack import ministack_server
 from okuri.bench.profiler import Profiler
 from okuri.bench.servers import (
     DEV_ACCESS_KEY_ID,
@@ -32,6 +36,7 @@ from okuri.bench.servers import (
     REGION,
     BenchError,
     Node,
+    Process,
     StoreSpec,
     bucket_store,
     cluster,
@@ -40,6 +45,7 @@ from okuri.bench.servers import (
 )
 from okuri.bench.sqs_client import LightSqs
 
+PEERS = ("ministack", "moto")  # in-memory SQS emulators; ministack is the faster one here
 SETUP_S = 20.0  # create and delete the queue
 CLIENT_SLACK_CONNECTIONS = 4
 CLIENT_REPLY_SLACK_S = 30
@@ -63,7 +69,7 @@ class Options:
 
     workload: Workload
     linger_ms: int | None
-    peer: bool
+    peer: str | None  # one of PEERS, measured after okuri with the same workload; None: none
     nodes: tuple[int, ...] = (1,)
     rounds: int = 1  # passes over `nodes`, alternating
     store: str = "local"
@@ -340,17 +346,34 @@ def run_okuri(opts: Options, workdir: Path) -> list[dict[str, Any]]:
     return runs
 
 
-def run_moto(opts: Options, workdir: Path) -> dict[str, Any]:
-    with moto_server(workdir) as moto:
-        pid = moto.process.pid
-        target = Target(
-            "moto",
-            (moto.endpoint,),
-            MOTO_ACCESS_KEY_ID,
-            MOTO_SECRET_ACCESS_KEY,
-            cpu_s=lambda: process_cpu_s(pid),
-        )
-        figures = _run_workload(target, opts, "moto", workdir)
-        code = moto.process.stop()
-    figures["server"] = {"pid": pid, "exit_code": code}
+@contextlib.contextmanager
+def peer_server(name: str, workdir: Path) -> Iterator[tuple[Target, Process]]:
+    """Emulator `name` started in `workdir`, as a target; servers.Unavailable when it cannot
+    be installed here (ministack), BenchError when it will not start."""
+    if name == "ministack":
+        with ministack_server(workdir) as ministack:
+            keys = (MINISTACK_ACCESS_KEY_ID, MINISTACK_SECRET_ACCESS_KEY)
+            yield _peer_target(name, ministack.endpoint, keys, ministack.process)
+    elif name == "moto":
+        with moto_server(workdir) as moto:
+            keys = (MOTO_ACCESS_KEY_ID, MOTO_SECRET_ACCESS_KEY)
+            yield _peer_target(name, moto.endpoint, keys, moto.process)
+    else:
+        raise BenchError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
+
+
+def _peer_target(
+    name: str, endpoint: str, keys: tuple[str, str], process: Process
+) -> tuple[Target, Process]:
+    pid = process.pid
+    return Target(name, (endpoint,), *keys, cpu_s=lambda: process_cpu_s(pid)), process
+
+
+def run_peer(opts: Options, workdir: Path) -> dict[str, Any]:
+    """The peer emulator driven as okuri was: the same workload, client and queue kind."""
+    assert opts.peer is not None
+    with peer_server(opts.peer, workdir) as (target, process):
+        figures = _run_workload(target, opts, opts.peer, workdir)
+        code = process.stop()
+    figures["server"] = {"pid": process.pid, "exit_code": code}
     return figures

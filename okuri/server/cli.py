@@ -42,6 +42,10 @@ DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
         "create a native bearer key, or with --sqs an SQS access key: "
         "okuri keys create [--sqs] --role R [--namespace N] --file F",
     ),
+    ("bench", "floor"): (
+        "okuri.bench.floor",
+        "one sequential caller: each call's p50 beside its floor (hello-world server + writes)",
+    ),
     ("bench", "scaleout"): (
         "okuri.bench.scaleout",
         "simulated 1..16 nodes on an S3 latency model: throughput and cost",
@@ -71,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(serve)
     commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
     bench = commands.add_parser(
-        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout|celery"
+        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout|celery|floor"
     )
     bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
     for words, (_, text) in DELEGATES.items():

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from okuri.bench import celery_report
+from okuri.bench import celery_bench, celery_brokers, celery_report, ministack
 from okuri.bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
+from okuri.bench.servers import Unavailable
 from okuri.server.cli import main
 
 
@@ -52,12 +53,15 @@ def _run(enqueue: float, e2e: float) -> dict[str, object]:
     }  # fmt: skip
 
 
-def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_moto() -> None:
+def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_each_emulator() -> None:
     config = {
         "tasks": 10, "concurrency": 2, "cpus": 2, "sqs_wait_time_seconds": 10,
         "sqs_polling_interval": 0.1, "okuri_lease_s": 60, "okuri_wait_time_s": 10,
     }  # fmt: skip
-    runs = {"sqs": _run(150, 90), "moto": _run(300, 60), "redis": _run(1000, 600)}
+    runs = {
+        "sqs": _run(150, 90), "ministack": _run(600, 120), "moto": _run(300, 60),
+        "redis": _run(1000, 600),
+    }  # fmt: skip
     result = {
         "config": config,
         "skipped": {"rabbitmq": "not installed"},
@@ -67,9 +71,31 @@ def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_moto(
         },
     }
     lines = celery_report.render(result).splitlines()
+    assert "sqs:// on okuri / on ministack: enqueue 0.25x, end2end 0.75x" in lines
     assert "sqs:// on okuri / on moto: enqueue 0.50x, end2end 1.50x" in lines
     (sqs_row,) = [line for line in lines if line.startswith("sqs ")]
     assert sqs_row.split() == ["sqs", "150", "0.15x", "90", "0.15x"]
     assert "skipped rabbitmq: not installed" in lines
     del result["brokers"]["moto"]  # type: ignore[attr-defined]
-    assert "on moto" not in celery_report.render(result)
+    text = celery_report.render(result)
+    assert "on moto" not in text and "sqs:// on okuri / on ministack" in text
+
+
+def test_ministack_is_a_broker_of_its_own_beside_moto() -> None:
+    args = celery_bench.build_parser().parse_args(["--brokers", "sqs,ministack"])
+    assert args.brokers == ["sqs", "ministack"]
+    assert celery_bench.build_parser().parse_args([]).brokers == list(celery_brokers.BROKERS)
+    assert {"ministack", "moto"} <= set(celery_brokers.BROKERS)
+
+
+def test_a_ministack_that_cannot_be_installed_is_a_skipped_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(ministack, "cache_root", lambda: tmp_path / "a-file" / "peers")
+    sqs = celery_brokers.SqsSettings(1, 0.1)
+    with (
+        pytest.raises(Unavailable, match=r"^ministack: cannot make "),
+        celery_brokers.broker("ministack", tmp_path, sqs),
+    ):
+        pass

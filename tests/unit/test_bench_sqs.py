@@ -1,6 +1,7 @@
 """`okuri bench sqs` at a tiny load: it runs, prints its figures, and really moves messages.
 
-These start real `okuri serve` processes (and, in some tests, moto's server) on 127.0.0.1 for a
+These start real `okuri serve` processes (and, in some tests, moto's or ministack's server) on
+127.0.0.1 for a
 couple of seconds each; they check shapes and that messages flowed, never how fast: the machine
 is shared.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import load, measure, servers, sqs, sqs_report
+from okuri.bench import load, measure, ministack, servers, sqs, sqs_report
 from okuri.bench.profiler import Profiler
 from okuri.bench.sqs_client import Signer
 from okuri.server.cli import main
@@ -53,7 +54,8 @@ def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
         if label not in sqs_report.OPTIONAL_ROWS:  # S3 (--store s3), FIFO (--fifo-groups)
             assert label in out
     assert "aiobotocore client" in out
-    assert "okuri x1" in out and "moto" not in out.split("note:")[0]
+    assert "okuri x1" in out
+    assert "moto" not in out.split("note:")[0] and "ministack" not in out.split("note:")[0]
     assert "okuri x1, per node" in out and "manifest commits" in out
     assert "share this machine's" in out  # the load generator caveat is always printed
     line = next(x for x in out.splitlines() if x.startswith("messages/s end to end"))
@@ -64,14 +66,15 @@ def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
 def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_client(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert sqs.cli_main([*TINY, *SHORT, "--json"]) == 0
+    assert sqs.cli_main([*TINY, *SHORT, "--peer", "moto", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"config", "machine", "okuri", "moto", "rounds"}
+    assert set(result) == {"config", "machine", "okuri", "peer", "peer_skipped", "rounds"}
+    assert result["config"]["peer"] == "moto" and result["peer_skipped"] is None
     assert result["rounds"] is None  # one round: its columns say it all
     assert result["config"]["producers"] == 2 and result["config"]["consumers"] == 2
     assert result["config"]["client"] == "light" and result["config"]["nodes"] == [1]
     [okuri] = result["okuri"]
-    moto = result["moto"]
+    moto = result["peer"]
     for name, figures in (("okuri", okuri), ("moto", moto)):
         assert figures["target"] == name
         assert figures["endpoint"].startswith("http://127.0.0.1:")
@@ -84,7 +87,7 @@ def test_bench_sqs_json_reports_okuri_and_moto_side_by_side_with_the_light_clien
         assert stolen is None or stolen >= 0
         assert set(figures["drain"]) == {"seconds", "left_in_queue"}
         assert figures["server"]["exit_code"] == 0
-    assert okuri["ratio_to_moto"] == pytest.approx(
+    assert okuri["ratio_to_peer"] == pytest.approx(
         okuri["messages_per_s"] / moto["messages_per_s"], abs=0.01
     )
 
@@ -202,6 +205,9 @@ def test_bench_sqs_drives_a_running_server_given_its_endpoint(
         ["--sequential", "1", "--producers", "2"],
         ["--sequential", "1", "--consumers", "2"],
         ["--sequential", "1", "--backlog-max", "5"],
+        ["--peer", "localstack"],
+        ["--messages", "0"],
+        ["--messages", "many"],
     ],
 )
 def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> None:
@@ -481,7 +487,7 @@ def test_a_fifo_run_reports_the_rate_its_in_flight_rule_allows() -> None:
             "store": "local",
         },
         "okuri": [{**figures, "nodes": 1}],
-        "moto": None,
+        "peer": None,
         "machine": {"cpus": 2},
     }
     text = sqs_report.render(result)
@@ -526,7 +532,7 @@ def test_rounds_report_each_counts_median_and_its_ratio_to_the_first_count_round
             "store": "local",
         },
         "okuri": runs,
-        "moto": None,
+        "peer": None,
         "machine": {"cpus": 2},
     }
     text = sqs_report.render(result).splitlines()
@@ -564,7 +570,7 @@ def test_a_sequential_client_sends_receives_and_deletes_in_turn_then_drains() ->
             "config": {**dataclasses.asdict(one), "batch_entries": 10, "body_bytes": 100,
                        "client": "light", "linger_ms": None, "store": "local"},
             "okuri": [{**figures, "nodes": 1}],
-            "moto": None,
+            "peer": None,
             "machine": {"cpus": 2},
         }
     )  # fmt: skip
@@ -572,3 +578,114 @@ def test_a_sequential_client_sends_receives_and_deletes_in_turn_then_drains() ->
         "okuri bench sqs: 1 sequential client(s) x SendMessageBatch(10), ReceiveMessage(10, "
         "wait 0 s), DeleteMessageBatch in turn;"
     )
+
+
+def test_the_peer_is_ministack_unless_told_and_no_peer_means_none() -> None:
+    def peer(*argv: str) -> str | None:
+        return sqs.options(sqs.build_parser().parse_args(list(argv))).peer
+
+    assert peer() == "ministack"  # the fastest emulator installable here
+    assert peer("--peer", "moto") == "moto"
+    assert peer("--peer", "none") is None and peer("--no-peer") is None
+    assert peer("--no-peer", "--peer", "ministack") == "ministack"  # the last one said wins
+
+
+def test_a_counted_window_defaults_to_a_long_bound_and_a_timed_one_to_twenty_seconds() -> None:
+    def workload(*argv: str) -> load.Workload:
+        return sqs.options(sqs.build_parser().parse_args(list(argv))).workload
+
+    assert (workload().messages, workload().seconds) == (0, sqs.SECONDS_DEFAULT)
+    counted = workload("--messages", "20000")
+    assert (counted.messages, counted.seconds) == (20_000, sqs.COUNTED_SECONDS_DEFAULT)
+    assert workload("--messages", "5", "--seconds", "3").seconds == 3
+
+
+class NeverFails(FakeSqs):
+    """No call raises; every fifth send still has one entry refused."""
+
+    async def _call(self, action: str) -> int:
+        await asyncio.sleep(self.delay_s)
+        n = self.calls[action] = self.calls.get(action, 0) + 1
+        return n + 1  # never 1, so never refused whole
+
+
+def test_a_counted_window_sends_exactly_the_count_and_closes_once_all_are_deleted() -> None:
+    counted = dataclasses.replace(WORKLOAD, warmup_s=0.2, seconds=30.0, messages=137)
+    driver = load.Driver([NeverFails()], "http://fake/q", counted)
+    figures = asyncio.run(driver.run(lambda: None))
+    # Refused entries went back to the count and were sent again: exactly 137 in the window.
+    assert figures["errors"] > 0 and "entry failed" in figures["first_error"]
+    assert figures["messages_sent"] == figures["messages_deleted"] == 137
+    assert figures["window_s"] < 10  # it closed on the count, not on the 30 s bound
+    assert figures["messages_per_s"] == pytest.approx(137 / figures["window_s"], rel=0.05)
+    assert figures["drain"]["left_in_queue"] == 0
+
+
+class DeletesFail(NeverFails):
+    async def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> Any:
+        raise RuntimeError("delete refused")
+
+
+def test_a_counted_window_that_cannot_be_reached_ends_at_its_seconds_bound() -> None:
+    counted = dataclasses.replace(WORKLOAD, seconds=0.3, drain_s=0.2, messages=40)
+    figures = asyncio.run(load.Driver([DeletesFail()], "http://fake/q", counted).run(lambda: None))
+    # No warm-up: nothing was sent before the count, and exactly the count within it.
+    assert figures["messages_sent"] == 40 and figures["messages_deleted"] == 0
+    assert figures["window_s"] >= 0.3 and figures["errors"] > 0
+
+
+def test_sequential_clients_under_a_count_send_it_exactly_then_only_receive() -> None:
+    one = dataclasses.replace(
+        WORKLOAD, producers=2, consumers=0, sequential=True, backlog_max=0, messages=55
+    )
+    figures = asyncio.run(load.Driver([NeverFails()], "http://fake/q", one).run(lambda: None))
+    assert figures["messages_sent"] == figures["messages_deleted"] == 55
+
+
+def _figures() -> dict[str, Any]:
+    short = dataclasses.replace(WORKLOAD, seconds=0.1)
+    return asyncio.run(load.Driver([NeverFails()], "http://fake/q", short).run(lambda: None))
+
+
+def _result(peer: str | None, **config: Any) -> dict[str, Any]:
+    return {
+        "config": {
+            "producers": 4, "consumers": 4, "batch_entries": 10, "wait_s": 1,
+            "body_bytes": 100, "client": "light", "warmup_s": 3, "seconds": 20, "drain_s": 10,
+            "backlog_max": 200, "linger_ms": None, "store": "local", "peer": peer, **config,
+        },
+        "okuri": [{**_figures(), "nodes": 1, "messages_per_s": 620.0, "ratio_to_peer": 0.62}],
+        "peer": {**_figures(), "messages_per_s": 1000.0} if peer else None,
+        "peer_skipped": None,
+        "machine": {"cpus": 2},
+    }  # fmt: skip
+
+
+def test_the_report_names_the_peer_in_its_column_and_its_ratio() -> None:
+    text = sqs_report.render(_result("ministack")).splitlines()
+    header = next(x for x in text if "okuri x1" in x and "per node" not in x)
+    assert header.split() == ["okuri", "x1", "ministack"]
+    assert "okuri x1/ministack, messages/s end to end: 0.62x" in text
+    text = sqs_report.render(_result("moto")).splitlines()
+    assert "okuri x1/moto, messages/s end to end: 0.62x" in text
+
+
+def test_the_report_says_a_counted_windows_count_and_bound() -> None:
+    text = sqs_report.render(_result("ministack", messages=20_000, seconds=600))
+    assert "window 20000 messages sent and deleted (at most 600 s), from an empty queue" in text
+
+
+def test_a_peer_that_cannot_be_installed_is_skipped_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    okuri_run = {**_figures(), "nodes": 1}
+    monkeypatch.setattr(sqs, "run_okuri", lambda opts, workdir: [okuri_run])
+    # No virtualenv can be made under a file: the install fails as an unreachable registry would.
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(ministack, "cache_root", lambda: tmp_path / "a-file" / "peers")
+    assert sqs.cli_main(["--peer", "ministack"]) == 0
+    out, err = capsys.readouterr()
+    [line] = err.splitlines()
+    assert line.startswith("okuri bench sqs: skipping the peer: ministack: cannot make ")
+    assert "peer ministack skipped: ministack: cannot make " in out
+    assert "Traceback" not in out + err and "okuri x1/ministack" not in out
