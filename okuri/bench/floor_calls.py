@@ -42,6 +42,7 @@ T = TypeVar("T")
 SEND, RECEIVE, DELETE, GET_URL = (
     "sqs.SendMessage", "sqs.ReceiveMessage", "sqs.DeleteMessage", "sqs.GetQueueUrl",
 )  # fmt: skip
+SEND_TO_RECEIPT = "sqs.send-to-receipt"  # a send's start to the receive that got it answering
 PRODUCE, LEASE, COMPLETE = "native.produce", "native.lease", "native.complete"
 PUBLISH = "kombu.publish"
 
@@ -157,6 +158,7 @@ def sqs_rounds(endpoint: str, budget: Budget, probe: Probe | None = None) -> Tim
         url = created["QueueUrl"]
 
         def one_round(t: Timings) -> None:
+            began = perf_counter()
             t.time(SEND, lambda: client.send_message(QueueUrl=url, MessageBody=BODY))
             got = t.time(
                 RECEIVE,
@@ -167,6 +169,7 @@ def sqs_rounds(endpoint: str, budget: Budget, probe: Probe | None = None) -> Tim
             )
             messages = (got or {}).get("Messages") or []
             if messages:
+                t.seconds.setdefault(SEND_TO_RECEIPT, []).append(perf_counter() - began)
                 handle = messages[0]["ReceiptHandle"]
                 t.time(DELETE, lambda: client.delete_message(QueueUrl=url, ReceiptHandle=handle))
             t.time(GET_URL, lambda: client.get_queue_url(QueueName=QUEUE))

@@ -24,6 +24,7 @@ from okuri.bench.floor_calls import (
     PUBLISH,
     RECEIVE,
     SEND,
+    SEND_TO_RECEIPT,
 )
 
 LABEL_CHARS = 28
@@ -46,6 +47,7 @@ ROWS = (
     Row(RECEIVE, "SQS ReceiveMessage", 1, "the lease's commit"),
     Row(DELETE, "SQS DeleteMessage", 1, "the commit"),
     Row(GET_URL, "SQS GetQueueUrl", 0, "nothing"),
+    Row(SEND_TO_RECEIPT, "SQS send to first receipt", 2, "the segment, the lease's commit"),
     Row(PRODUCE, "native produce", 1, "its segment"),
     Row(LEASE, "native lease", 1, "the lease's commit"),
     Row(COMPLETE, "native complete", 1, "the commit"),
@@ -131,8 +133,8 @@ def _store_lines(run: dict[str, Any]) -> list[str]:
     linger = f"okuri linger: {run['linger_ms']} ms ({whose})"
     if run["linger_ms"]:
         linger += (
-            "; okuri holds a write up to this long to share it with others, the floor holds "
-            "nothing, so ratios of calls that write are larger here"
+            "; it holds a write while two clients share a queue's writes, never a lone one "
+            "as here"
         )
     return [store, latency, linger]
 
