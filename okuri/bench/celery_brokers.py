@@ -137,8 +137,7 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
     if name in OKURI_NATIVE:
         _needs_module("okuri_kombu", name, "pip install ./integrations/kombu from okuri's checkout")
     else:
-        _needs_module("boto3", name, "pip install 'celery[sqs]'")
-        _needs_module("pycurl", name, "pip install 'celery[sqs]'")
+        _needs_sqs_transport(name)
     key = secrets.token_urlsafe(24)
     data_dir = workdir / f"okuri-{name}-data"
     node = start_node(0, StoreSpec(data_dir=data_dir), workdir, {"OKURI_ADMIN_KEY": key})
@@ -186,34 +185,39 @@ def _sqs_settings(sqs: SqsSettings) -> str:
 def moto_broker(workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     """moto's server, in memory, through kombu's sqs://: the emulator `sqs` is compared with."""
     _needs_module("moto", "moto", "pip install 'moto[server]'")
-    _needs_module("boto3", "moto", "pip install 'celery[sqs]'")
-    _needs_module("pycurl", "moto", "pip install 'celery[sqs]'")
+    _needs_sqs_transport("moto")
     with moto_server(workdir, "moto-celery") as moto:
-        port = moto.endpoint.rsplit(":", 1)[1]
-        yield Broker(
-            "moto",
-            f"sqs://{MOTO_ACCESS_KEY_ID}:{MOTO_SECRET_ACCESS_KEY}@{LOOPBACK}:{port}",
-            _sqs_options(sqs),
-            f"moto server via kombu's sqs:// ({_sqs_settings(sqs)}), in memory: not durable",
-            pids=[moto.process.pid or 0],
-        )
+        keys = (MOTO_ACCESS_KEY_ID, MOTO_SECRET_ACCESS_KEY)
+        yield _emulator_broker("moto", "moto server", moto.endpoint, keys, moto.process, sqs)
 
 
 @contextlib.contextmanager
 def ministack_broker(workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     """ministack, in memory, through kombu's sqs://: the fastest emulator `sqs` is compared with
     (installed into its own virtualenv on first use; Unavailable if it cannot be)."""
-    _needs_module("boto3", "ministack", "pip install 'celery[sqs]'")
-    _needs_module("pycurl", "ministack", "pip install 'celery[sqs]'")
+    _needs_sqs_transport("ministack")
     with ministack_server(workdir, "ministack-celery") as server:
-        port = server.endpoint.rsplit(":", 1)[1]
-        yield Broker(
-            "ministack",
-            f"sqs://{MINISTACK_ACCESS_KEY_ID}:{MINISTACK_SECRET_ACCESS_KEY}@{LOOPBACK}:{port}",
-            _sqs_options(sqs),
-            f"ministack via kombu's sqs:// ({_sqs_settings(sqs)}), in memory: not durable",
-            pids=[server.process.pid],
-        )
+        keys = (MINISTACK_ACCESS_KEY_ID, MINISTACK_SECRET_ACCESS_KEY)
+        yield _emulator_broker("ministack", "ministack", server.endpoint, keys, server.process, sqs)
+
+
+def _needs_sqs_transport(broker: str) -> None:
+    _needs_module("boto3", broker, "pip install 'celery[sqs]'")
+    _needs_module("pycurl", broker, "pip install 'celery[sqs]'")
+
+
+def _emulator_broker(
+    name: str, what: str, endpoint: str, keys: tuple[str, str], process: Process, sqs: SqsSettings
+) -> Broker:
+    """An in-memory SQS emulator at `endpoint` as a broker through kombu's sqs://."""
+    port = endpoint.rsplit(":", 1)[1]
+    return Broker(
+        name,
+        f"sqs://{keys[0]}:{keys[1]}@{LOOPBACK}:{port}",
+        _sqs_options(sqs),
+        f"{what} via kombu's sqs:// ({_sqs_settings(sqs)}), in memory: not durable",
+        pids=[process.pid or 0],
+    )
 
 
 # --- redis -------------------------------------------------------------------------------------

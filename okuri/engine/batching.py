@@ -95,7 +95,7 @@ class Batcher(Generic[T, R]):
 
     async def _run(self) -> None:
         while self._pending:
-            callers = self._last_callers | {caller for _, _, caller in self._pending}
+            callers = self._callers()
             if len(callers) == 1 and not isinstance(next(iter(callers)), asyncio.Task):
                 window = 0.0  # a lone client: nothing would ride along
             elif self._busy:
@@ -127,8 +127,11 @@ class Batcher(Generic[T, R]):
                 if not fut.done():
                     fut.set_result(result)
             self._last_callers = {caller for _, _, caller in batch}
-            callers = self._last_callers | {caller for _, _, caller in self._pending}
-            self._busy = len(callers) >= limits.flush_gather_callers
+            self._busy = len(self._callers()) >= limits.flush_gather_callers
+
+    def _callers(self) -> set[object]:
+        """Who shares the flushes: those the last one carried and those waiting for the next."""
+        return self._last_callers | {caller for _, _, caller in self._pending}
 
     def _take(self) -> list[tuple[T, asyncio.Future[R], object]]:
         batch: list[tuple[T, asyncio.Future[R], object]] = []

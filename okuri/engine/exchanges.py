@@ -180,10 +180,7 @@ class Exchanges:
                 gone.add(queue)
                 continue
             targets.append((queue, requests_for(queue, qs)))
-        if len(targets) == 1:  # in the caller's own task: a lone publisher stays one caller
-            sent = [await self._send_to(*targets[0])]
-        else:
-            sent = await asyncio.gather(*(self._send_to(q, reqs) for q, reqs in targets))
+        sent = await asyncio.gather(*(self._send_to(q, reqs) for q, reqs in targets))
         routed = [Routed(q, results) for (q, _), results in zip(targets, sent, strict=True)]
         gone |= {r.queue for r in routed if r.results and _all_missing(r.results)}
         if gone:

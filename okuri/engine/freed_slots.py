@@ -3,9 +3,9 @@
 Why wait: a slot below the cursor was read, and once its messages are finished its object goes.
 A producer whose cached cursor is stale could then write that slot again, where no consumer
 reads. While the object stays, such a write finds the slot taken (412) and moves on; so a
-producer that picked its slot on a manifest shown current less than `limits.slot_check_skip_s`
-ago knows the slot was at or past the cursor, without reading the manifest again after its
-write (`SlotLog._verify_slot`). A slot is freed only after the cursor passed it, and this node
+producer that picked its slot on a manifest shown current less than half the keep before its
+write landed knows the slot was at or past the cursor, without reading the manifest again after
+its write (`SlotLog._verify_slot`). A slot is freed only after the cursor passed it, and this node
 learns of it only after that, so waiting here from that moment waits at least as long from the
 moment the cursor moved.
 
@@ -31,10 +31,6 @@ class FreedSlots:
         self._due: deque[tuple[float, str]] = deque()  # in due order: one wait for all
         self._runner: asyncio.Task[None] | None = None
         self._deleting: set[asyncio.Task[None]] = set()
-
-    @property
-    def pending(self) -> int:
-        return len(self._due)
 
     def delete_later(self, keys: Iterable[str]) -> None:
         """Delete these slot objects once the keep has passed; beyond the bound, the sweeper

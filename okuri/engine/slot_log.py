@@ -204,10 +204,8 @@ class SlotLog:
         try:
             return await self._write_checked(segment, data, st, slot, picked_s, alive)
         finally:
-            if alive is not None and not alive.done():
-                alive.cancel()
-            elif alive is not None and not alive.cancelled():
-                alive.exception()  # seen: the send failed on its own account, or awaited it
+            if alive is not None and not alive.cancel() and not alive.cancelled():
+                alive.exception()  # done already: seen, whether awaited or not
 
     async def _write_checked(
         self,
