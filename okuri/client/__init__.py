@@ -46,6 +46,7 @@ from okuri.client.models import (
     QueueStats,
 )
 from okuri.client.retries import NO_RETRIES, RetryPolicy
+from okuri.client.stdlib_http import StdlibHttpTransport
 from okuri.client.sync import Client
 from okuri.client.transport import OPERATIONS, AsyncTransport, Operation, Request, Transport
 
@@ -96,6 +97,7 @@ __all__ = [
     "RetryPolicy",
     "RetryableError",
     "ServerError",
+    "StdlibHttpTransport",
     "TooLargeError",
     "Transport",
     "TransportError",

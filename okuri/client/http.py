@@ -70,8 +70,9 @@ def to_http(request: Request, timeout_s: float) -> HttpRequest:
     return HttpRequest(method, path, params, body, timeout_s + request.wait_s)
 
 
-def from_http(status: int, headers: Mapping[str, str], content: bytes) -> Doc:
-    """The answer's document if it succeeded; else raises the error it stands for."""
+def from_http(status: int, retry_after: str | None, content: bytes) -> Doc:
+    """The answer's document if it succeeded; else raises the error it stands for (with the
+    answer's Retry-After header, if any)."""
     try:
         doc: Any = json.loads(content) if content.strip() else {}
     except ValueError:  # json.JSONDecodeError and UnicodeDecodeError
@@ -81,7 +82,7 @@ def from_http(status: int, headers: Mapping[str, str], content: bytes) -> Doc:
             raise bad_answer(f"a {status} answer whose body is not a JSON object")
         return doc
     text = content[:500].decode(errors="replace") if doc is None else ""
-    raise from_answer(status, doc, text, retry_after_s(headers.get("retry-after")))
+    raise from_answer(status, doc, text, retry_after_s(retry_after))
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -116,8 +117,9 @@ def _transport_error(exc: httpx.TransportError) -> TransportError:
     return TransportError(code, f"{type(exc).__name__}: {exc}", sent=not unsent)
 
 
-class _Shell:
-    """What both transports share: the server's address, the headers, httpx's arguments."""
+class HttpShell:
+    """What the HTTP transports share: the server's address and headers (and httpx's arguments
+    for the httpx ones)."""
 
     def __init__(self, url: str, key: str | None, timeout_s: float, owned: bool) -> None:
         self.timeout_s = timeout_s
@@ -140,7 +142,7 @@ class _Shell:
         }
 
 
-class HttpTransport(_Shell):
+class HttpTransport(HttpShell):
     """Sends requests over an `httpx.Client`: the one given (left open on close), else its own."""
 
     def __init__(
@@ -159,14 +161,14 @@ class HttpTransport(_Shell):
             answer = self._http.request(**self._args(request))
         except httpx.TransportError as exc:
             raise _transport_error(exc) from exc
-        return from_http(answer.status_code, answer.headers, answer.content)
+        return from_http(answer.status_code, answer.headers.get("retry-after"), answer.content)
 
     def close(self) -> None:
         if self._owned:
             self._http.close()
 
 
-class AsyncHttpTransport(_Shell):
+class AsyncHttpTransport(HttpShell):
     """Sends requests over an `httpx.AsyncClient`: the one given (left open), else its own."""
 
     def __init__(
@@ -185,7 +187,7 @@ class AsyncHttpTransport(_Shell):
             answer = await self._http.request(**self._args(request))
         except httpx.TransportError as exc:
             raise _transport_error(exc) from exc
-        return from_http(answer.status_code, answer.headers, answer.content)
+        return from_http(answer.status_code, answer.headers.get("retry-after"), answer.content)
 
     async def aclose(self) -> None:
         if self._owned:

@@ -23,14 +23,18 @@ from okuri.client.http import TIMEOUT_S, HttpTransport
 from okuri.client.models import Exchange, ExchangePage, LeasedItem, Queue, QueuePage
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
+from okuri.client.stdlib_http import StdlibHttpTransport, proxied
 from okuri.client.transport import Transport, is_grpc_url
 
 T = TypeVar("T")
 
 
 def _transport(url: str, key: str | None, timeout_s: float, http: httpx.Client | None) -> Transport:
-    """The transport a URL names: gRPC for grpc:// and grpcs://, else HTTP/JSON."""
+    """The transport a URL names: gRPC for grpc:// and grpcs://, else HTTP/JSON: through
+    `http.client` (the least CPU per call), or httpx when given one or a proxy is configured."""
     if not is_grpc_url(url):
+        if http is None and not proxied(url):
+            return StdlibHttpTransport(url, key, timeout_s=timeout_s)
         return HttpTransport(url, key, timeout_s=timeout_s, http=http)
     if http is not None:
         raise ValueError("http= is for an http(s):// URL; for gRPC pass transport=GrpcTransport")

@@ -264,8 +264,11 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
         "fifo produced",
         {
             "ids": ["id-0", "id-1", "id-0"],
-            "sequence_numbers": ["10000000000000065536", "10000000000000065537",
-                                 "10000000000000065536"],
+            "sequence_numbers": [
+                "10000000000000065536",
+                "10000000000000065537",
+                "10000000000000065536",
+            ],
             "duplicates": [2],
         },
         served.produced,
@@ -339,7 +342,7 @@ def test_each_refusal_is_the_error_its_http_answer_raises(refusal: NativeError) 
     over_grpc = error_of(status_of(refusal), refusal.message, trailers(refusal))
     body = json.dumps(refusal.body()).encode()
     with pytest.raises(OkuriClientError) as caught:
-        from_http(refusal.status, httpx.Headers(refusal.headers()), body)
+        from_http(refusal.status, httpx.Headers(refusal.headers()).get("retry-after"), body)
     over_http = caught.value
     assert type(over_grpc) is type(over_http)
     assert (over_grpc.status, over_grpc.code, over_grpc.message) == (

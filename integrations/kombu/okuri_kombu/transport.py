@@ -35,12 +35,15 @@ from okuri.client import (
     OkuriClientError,
     RetryableError,
     ServerError,
+    StdlibHttpTransport,
 )
+from okuri.client.stdlib_http import proxied
 
 from .arguments import QueueArguments
 from .channel import Channel
 from .exchanges import Exchanges, ExchangeTypeError
 from .http import HttpClient
+from .http import logger as http_logger
 from .keeper import LeaseKeeper
 from .names import QueueNameError, okuri_queue_name
 from .options import Options
@@ -130,10 +133,15 @@ class Transport(virtual.Transport):
 
     def new_client(self) -> Client:
         """The okuri client this connection talks through (a test may override this)."""
-        self._http = HttpClient(verify=_verify(self.conninfo.ssl))  # logs at DEBUG, not INFO
-        return Client(
-            self.base_url(), self.key(), timeout_s=self.options.timeout_s, http=self._http
-        )
+        url, key, verify = self.base_url(), self.key(), _verify(self.conninfo.ssl)
+        timeout_s = self.options.timeout_s
+        if proxied(url):  # only httpx goes through a proxy
+            self._http = HttpClient(verify=verify)  # logs at DEBUG, not INFO
+            return Client(url, key, timeout_s=timeout_s, http=self._http)
+        transport = StdlibHttpTransport(
+            url, key, timeout_s=timeout_s, verify=verify, logger=http_logger
+        )  # the least CPU per call: a producer waits on each
+        return Client(transport=transport)
 
     def new_keeper(self, client: Client) -> LeaseKeeper:
         """The lease keeper of this connection (a test may override this)."""
@@ -331,7 +339,7 @@ class SecureTransport(Transport):
 
 
 def _verify(options: object) -> bool | ssl.SSLContext:
-    """httpx's `verify` for kombu's `ssl` connection option."""
+    """The client's `verify` (httpx's meaning) for kombu's `ssl` connection option."""
     if not isinstance(options, Mapping):
         return True
     if options.get("cert_reqs") == ssl.CERT_NONE:
