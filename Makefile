@@ -47,9 +47,11 @@ lint: $(STAMP)
 	$(BIN)/mypy okuri compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
+# One pytest worker per core: most tests wait on real servers and clients, so two workers on two
+# cores took 837 s where one took 1,207 s (tests/README.md).
 test: lint clients compose-test
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider \
-		--ignore=tests/compose --durations=25
+		--ignore=tests/compose --durations=25 -n auto
 
 # The everyday tier: lint and types, unit tests, the store contract (on a local directory and on a
 # real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients. The tests run
