@@ -71,16 +71,16 @@ class StdlibHttpTransport(HttpShell):
             content = answer.read()
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
-            code = "timeout" if isinstance(exc, TimeoutError) else "connection_failed"
-            raise TransportError(code, f"{type(exc).__name__}: {exc}", sent=True) from exc
+            raise _failed(exc, sent=True) from exc
         if answer.will_close:
             conn.close()
         else:
             self._give(conn)
-        self._log.debug(
-            'HTTP Request: %s %s "HTTP/1.1 %d %s"', r.method, self._base + target,
-            answer.status, answer.reason,
-        )  # fmt: skip
+        if self._log.isEnabledFor(logging.DEBUG):
+            self._log.debug(
+                'HTTP Request: %s %s "HTTP/1.1 %d %s"', r.method, self._base + target,
+                answer.status, answer.reason,
+            )  # fmt: skip
         return from_http(answer.status, answer.getheader("retry-after"), content)
 
     def _take(self, timeout_s: float) -> http.client.HTTPConnection:
@@ -106,8 +106,7 @@ class StdlibHttpTransport(HttpShell):
             conn.connect()
         except OSError as exc:  # nothing was sent: any operation may be tried again
             conn.close()
-            code = "timeout" if isinstance(exc, TimeoutError) else "connection_failed"
-            raise TransportError(code, f"{type(exc).__name__}: {exc}", sent=False) from exc
+            raise _failed(exc, sent=False) from exc
         return conn
 
     def _give(self, conn: http.client.HTTPConnection) -> None:
@@ -129,6 +128,11 @@ class StdlibHttpTransport(HttpShell):
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _failed(exc: Exception, sent: bool) -> TransportError:
+    code = "timeout" if isinstance(exc, TimeoutError) else "connection_failed"
+    return TransportError(code, f"{type(exc).__name__}: {exc}", sent=sent)
 
 
 def _context(verify: bool | ssl.SSLContext) -> ssl.SSLContext:

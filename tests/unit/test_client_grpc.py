@@ -264,11 +264,8 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
         "fifo produced",
         {
             "ids": ["id-0", "id-1", "id-0"],
-            "sequence_numbers": [
-                "10000000000000065536",
-                "10000000000000065537",
-                "10000000000000065536",
-            ],
+            "sequence_numbers": ["10000000000000065536", "10000000000000065537",
+                                 "10000000000000065536"],
             "duplicates": [2],
         },
         served.produced,
