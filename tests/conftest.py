@@ -46,6 +46,25 @@ S3_SECRET = "testing"
 MOTO_START_S = 30.0
 MOTO_STOP_S = 10.0
 
+# pytest-timeout's limit for the tiers whose tests run real processes for minutes; the others
+# have pyproject.toml's `timeout` (300 s). A test's own @pytest.mark.timeout wins over both.
+TIER_TIMEOUT_S = {
+    "compat": 600,  # SDK programs and the AWS CLI, each program's run bounded at 300 s
+    "smoke": 600,  # Celery workers, Flower, PHP started per test, each wait bounded at 60 s
+    "cluster": 1200,  # three nodes under kill -9, then a drain of up to 60 s, on a slow machine
+    "compose": 3600,  # a first run builds five images (each bounded at 900 s), then the stack
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = ROOT / "tests"
+    for item in items:
+        if not item.path.is_relative_to(tests) or item.get_closest_marker("timeout"):
+            continue
+        timeout_s = TIER_TIMEOUT_S.get(item.path.relative_to(tests).parts[0])
+        if timeout_s is not None:
+            item.add_marker(pytest.mark.timeout(timeout_s))
+
 
 def _answers(url: str) -> bool:
     try:

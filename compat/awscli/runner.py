@@ -17,9 +17,10 @@ For each example the runner:
    action okuri does not serve, that the CLI reports UnsupportedOperation.
 
 Setup goes through boto3 rather than the CLI: it is scaffolding, not what is under test, and a
-subprocess per step would be slow. Which actions okuri serves comes from its own tables
-(`okuri.sqs.shapes.ACTIONS` and `UNSUPPORTED`), so an action that lands changes what its
-examples expect without an edit here.
+subprocess per step would be slow. Which actions okuri serves comes from the action matrix of
+docs/sqs-compatibility.md, which tests hold equal to the server's own tables and to a running
+server, so an action that lands changes what its examples expect without an edit here (and the
+runner, like any user, needs nothing of okuri's internals).
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ EXAMPLE_ARN = re.compile(rf"arn:aws[a-z-]*:sqs:[a-z0-9-]+:[^:\s\"\\]+:({NAME})(?
 EXAMPLE_HANDLE = re.compile(r"AQEB[A-Za-z0-9+/=]*\.\.\.[A-Za-z0-9+/=]*")
 EXAMPLE_ACCOUNT = re.compile(r"[0-9]*EXAMPLE|[0-9]{12}")
 TASK_HANDLE_FLAG = "--task-handle"
+# okuri's public list of the SQS actions it serves and refuses, which tests hold equal to the
+# server's tables (tests/unit/test_sqs_compatibility_doc.py) and to a running server
+# (tests/surface/test_sqs_compatibility_matrix.py).
+COMPATIBILITY_DOC = Path(__file__).resolve().parents[2] / "docs" / "sqs-compatibility.md"
+MATRIX = re.compile(r"<!-- actions -->(.*?)<!-- /actions -->", re.S)
+MATRIX_ROW = re.compile(r"^\| (\w+) \| (supported|unsupported) \|", re.M)
 
 CLI_TIMEOUT_S = 60
 RECEIVE_ATTEMPTS = 20  # each a 1 s long poll: a bound on waiting for setup messages
@@ -88,11 +95,15 @@ class SetupError(RuntimeError):
     """okuri did not reach the state an example takes for granted."""
 
 
-def okuri_tables() -> tuple[frozenset[str], frozenset[str]]:
-    """(actions okuri serves, actions it answers UnsupportedOperation for), from its own tables."""
-    from okuri.sqs.shapes import ACTIONS, UNSUPPORTED
-
-    return frozenset(ACTIONS), frozenset(UNSUPPORTED) - frozenset(ACTIONS)
+def okuri_tables(doc: Path = COMPATIBILITY_DOC) -> tuple[frozenset[str], frozenset[str]]:
+    """(actions okuri serves, actions it answers UnsupportedOperation for), from the action
+    matrix of docs/sqs-compatibility.md."""
+    section = MATRIX.search(doc.read_text())
+    if section is None:
+        raise ValueError(f"{doc} has no <!-- actions --> matrix")
+    rows = MATRIX_ROW.findall(section.group(1))
+    served = frozenset(action for action, status in rows if status == "supported")
+    return served, frozenset(action for action, status in rows if status == "unsupported") - served
 
 
 def cli_actions() -> dict[str, str]:

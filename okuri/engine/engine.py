@@ -166,6 +166,11 @@ class Engine:
             after = page[-1]
         return names[:limit]
 
+    async def probe_store(self) -> None:
+        """One cheap request to the bucket (a LIST of at most one manifest), not retried: the
+        health listener's readiness probe. Raises StoreError when the bucket does not answer."""
+        await self.store.list(keys.MANIFESTS, "", 1)
+
     async def delete_queue(self, name: str) -> None:
         q = self.runtime(name)
         st = await q.refresh()

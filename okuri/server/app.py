@@ -302,7 +302,7 @@ class Server:
         self._connect_peers(self.engine, "")
         self.engine.start_expiry_sweeper(settings.expiry_sweep_s)
         self.health.serving(
-            self.store,
+            self.engine.probe_store,
             self.engine.stats,
             [
                 self.sqs.metric_lines,

@@ -10,20 +10,20 @@ second, so a probe storm cannot turn into a storm of billed requests.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 from aiohttp import web
 
 from okuri import __version__, limits
 from okuri.clock import Clock
-from okuri.core import keys
 from okuri.engine import Admission
 from okuri.errors import StoreError
 from okuri.store.counting import RequestCounts
-from okuri.store.port import ObjectStore
 
 Phase = Literal["starting", "serving", "stopping"]
+# One cheap request to the bucket (Engine.probe_store); raises StoreError when it fails.
+StoreProbe = Callable[[], Awaitable[None]]
 
 
 class Health:
@@ -33,26 +33,27 @@ class Health:
         self.counts = counts
         self.clock = clock
         self.phase: Phase = "starting"
-        self.store: ObjectStore | None = None
+        self.probe: StoreProbe | None = None
         self.engine_stats: Mapping[str, int] = {}
         self.sources: list[Callable[[], list[str]]] = []
         self._last: tuple[float, bool, str] | None = None
 
     def serving(
         self,
-        store: ObjectStore,
+        probe: StoreProbe,
         engine_stats: Mapping[str, int],
         sources: Sequence[Callable[[], list[str]]] = (),
     ) -> None:
-        """`sources` add their own metric lines (the SQS surface, queue depths)."""
-        self.store = store
+        """`probe` asks the bucket whether it answers (the engine's probe_store); `sources` add
+        their own metric lines (the SQS surface, queue depths)."""
+        self.probe = probe
         self.engine_stats = engine_stats
         self.sources = list(sources)
         self.phase = "serving"
 
     async def readiness(self) -> tuple[bool, str]:
         """(ready, reason); a reason is one line for whoever reads the probe's output."""
-        if self.phase == "starting" or self.store is None:
+        if self.phase == "starting" or self.probe is None:
             return False, "starting: checking the object store"
         if self.phase == "stopping":
             return False, "shutting down"
@@ -60,7 +61,7 @@ class Health:
         if self._last is not None and now_s - self._last[0] < limits.ready_cache_s:
             return self._last[1], self._last[2]
         try:
-            await asyncio.wait_for(self.store.list(keys.MANIFESTS, "", 1), limits.ready_timeout_s)
+            await asyncio.wait_for(self.probe(), limits.ready_timeout_s)
             ready, reason = True, "ready"
         except TimeoutError:
             ready, reason = (

@@ -15,6 +15,7 @@ import pytest
 
 from okuri import limits
 from okuri.clock import SystemClock
+from okuri.engine import Engine
 from okuri.errors import Transient, Unavailable
 from okuri.server import app as app_module
 from okuri.server.app import Server, StartupError, serve, verify_store
@@ -99,7 +100,7 @@ async def test_readiness_follows_the_server_from_starting_to_serving_to_stopping
 async def test_readiness_reports_a_failing_store_and_reuses_answers_for_a_second() -> None:
     store = FlakyStore(failures=1_000)
     health = Health(RequestCounts(), SystemClock())
-    health.serving(store, {})
+    health.serving(Engine(store, SystemClock()).probe_store, {})
     ready, reason = await health.readiness()
     assert not ready and reason == "object store: 503 SlowDown"
     assert await health.readiness() == (False, reason)
@@ -111,7 +112,7 @@ async def test_readiness_gives_up_on_a_store_that_does_not_answer(
 ) -> None:
     monkeypatch.setattr(limits, "ready_timeout_s", 0.05)
     health = Health(RequestCounts(), SystemClock())
-    health.serving(HangingStore(), {})
+    health.serving(Engine(HangingStore(), SystemClock()).probe_store, {})
     assert await health.readiness() == (False, "object store did not answer within 0.05 s")
 
 

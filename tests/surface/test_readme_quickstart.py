@@ -27,7 +27,8 @@ from tests.readme import README, README_ENDPOINT, block, environment, run_shell
 SERVE_READY_S = 600.0  # the first `make serve` installs okuri and its clients from the index
 STOP_S = 15.0
 
-pytestmark = pytest.mark.slow
+# The first `make serve` installs, then the quickstart runs: more than the default test timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(SERVE_READY_S + 300)]
 
 
 @dataclass

@@ -30,6 +30,7 @@ RUN_S = 60.0
 ACTIVATE = ". .venv/bin/activate\n"  # the environment the install block made, as a reader has it
 
 
+@pytest.mark.timeout(INSTALL_S + 300)  # the install, then a worker, a task and the teardown
 def test_readme_celery_quickstart_runs_a_task(celery_okuri: CeleryOkuri, tmp_path: Path) -> None:
     skip = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
     shutil.copytree(INTEGRATION, tmp_path / "integrations" / "celery", ignore=skip)
