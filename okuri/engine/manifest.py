@@ -13,7 +13,6 @@ itself as before.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -311,7 +310,7 @@ class Manifest:
         body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
         sent = self.cell.sending()  # the leader writes what it answers after this
         try:
-            async with asyncio.timeout(limits.peer_timeout_s):
+            async with self.clock.timeout(limits.peer_timeout_s):
                 reply = await peering.client.commit(lead[1], peering.scope, body)
             results, etag, data = decode_reply(reply)
             if len(results) != len(ops):
