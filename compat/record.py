@@ -114,7 +114,7 @@ async def _run_program(
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), PROGRAM_S)
+        out, err = await asyncio.wait_for(proc.communicate(), PROGRAM_S)  # noqa: TID251
     except TimeoutError:
         proc.kill()  # this child only
         await proc.wait()

@@ -14,7 +14,11 @@ import string
 import threading
 import time
 import uuid
-from typing import Protocol
+from collections.abc import Awaitable
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -25,6 +29,16 @@ class Clock(Protocol):
         """Seconds on the event loop's clock, for deadlines within this process."""
 
     async def sleep(self, seconds: float) -> None: ...
+
+    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
+        """`aw`'s result, or TimeoutError (`aw` cancelled) once `timeout_s` of this clock's
+        seconds have passed. Every timeout goes through here or `timeout`, as every sleep
+        through `sleep`, so a simulated clock owns all of the engine's time."""
+
+    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
+        """A block cancelled, raising TimeoutError, once `delay_s` of this clock's seconds have
+        passed. It runs in the calling task, where `wait_for` runs `aw` in a task of its own
+        (Python 3.11): for a call that may turn its cancellation into an error of its own."""
 
     def random(self) -> random.Random: ...
 
@@ -76,6 +90,12 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
+    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
+        return await asyncio.wait_for(aw, timeout_s)
+
+    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout(delay_s)
+
     def random(self) -> random.Random:
         return self._rng
 
@@ -106,6 +126,14 @@ class LoopClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
+        """A timeout on the loop's clock, the one `now_ms` and `monotonic_s` read: on the
+        simulator's loop it expires when virtual time reaches it."""
+        return await asyncio.wait_for(aw, timeout_s)
+
+    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout(delay_s)
 
     def random(self) -> random.Random:
         return self._rng

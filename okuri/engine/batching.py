@@ -107,7 +107,7 @@ class Batcher(Generic[T, R]):
             if due - now > 1e-6 and not self._full() and not self._closed:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), due - now)
+                    await self._clock.wait_for(self._wake.wait(), due - now)
                 continue
             batch = self._take()
             self._last_flush_s = self._clock.monotonic_s()

@@ -1,4 +1,5 @@
-"""A compare-and-swap object over one store key: the one way the engine rewrites a manifest.
+"""A compare-and-swap object over one store key: the one way the engine rewrites a manifest
+(a queue's commits, and the tombstone that deletes an expired queue alike).
 
 It knows nothing of queues (SlateDB's pattern): read and cache the object, apply a pure change,
 check the named invariants, put it back conditionally; on 412 re-read and apply the same change
@@ -221,6 +222,7 @@ class CasObject(Generic[S]):
         token: str,
         read_first: bool = False,
         trust_cached_s: float = 0.0,
+        attempts_max: int = limits.commit_attempts_max,
     ) -> R:
         """Apply `change` to the current state and write it by compare-and-swap.
 
@@ -228,13 +230,14 @@ class CasObject(Generic[S]):
         only if judged on a state whose request (read or write) was sent after this call began,
         or, with `trust_cached_s`, at most that long before it, since no CAS will catch a stale
         cache then. `read_first` judges even the first attempt on a fresh read (for a change
-        that may refuse, which no CAS would catch either).
+        that may refuse, which no CAS would catch either). `attempts_max` bounds the turns (a
+        read, the change, and a write unless it writes nothing) before Unavailable.
         """
         if read_first:
             self.invalidate()
         began = self.sending()
         failing = Backoff(self.clock)
-        for attempt in range(limits.commit_attempts_max):
+        for attempt in range(attempts_max):
             state = await self.cached()
             made = change(state)
             if made.state is None:

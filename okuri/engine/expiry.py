@@ -5,11 +5,12 @@ This module owns the two store-facing parts:
 
 - **Deleting an expired queue** (`Expiry.expire_if_due`), by any node that finds one: read the
   manifest fresh, and if it is still expired, write a *tombstone* over it by compare-and-swap
-  on the etag just read, then DELETE it. A use recorded by another node after our read changed
-  the etag, so the tombstone fails and the queue lives; a use after the tombstone reads "no
-  such queue". A use is therefore never lost silently: it lands before (and keeps the queue)
-  or fails. A node that dies between tombstone and DELETE leaves a tombstone that every node
-  reads as missing and any sweeper deletes once it is `expiry_tombstone_grace_s` old.
+  on the etag just read (a `CasObject`, as every manifest rewrite), then DELETE it. A use
+  recorded by another node after our read changed the etag, so the tombstone fails and the
+  queue lives; a use after the tombstone reads "no such queue". A use is therefore never lost
+  silently: it lands before (and keeps the queue) or fails. A node that dies between tombstone
+  and DELETE leaves a tombstone that every node reads as missing and any sweeper deletes once
+  it is `expiry_tombstone_grace_s` old.
 - **Finding abandoned queues** (`ExpirySweeper`): a queue nobody reads again would never be
   judged, so every queue with `expires_s` has an empty marker `e/{queue}`; each node LISTs the
   markers every `expiry_sweep_s` (jittered) and GETs a marked queue's manifest only when what
@@ -34,14 +35,17 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.expiry import expires_at_ms, is_expired, tombstone
-from okuri.core.state import ManifestCorrupt, QueueState, decode_state, encode_state
-from okuri.engine.retry import Backoff, backoff, retrying
+from okuri.core.state import ManifestCorrupt, QueueState, decode_state
+from okuri.engine.cas import CasObject, Change
+from okuri.engine.manifest_codec import ManifestCodec
+from okuri.engine.retry import backoff, retrying
 from okuri.errors import (
     Ambiguous,
     Conflict,
     NotFound,
     OkuriError,
     PreconditionFailed,
+    QueueDoesNotExist,
     Transient,
     Unavailable,
 )
@@ -50,6 +54,17 @@ from okuri.store.port import ObjectStore
 log = logging.getLogger("okuri.engine")
 
 Fate = Literal["alive", "expired", "missing", "dying"]
+# What `expire_if_due` judged on the manifest it read: delete it (our tombstone, or one left
+# behind), leave it to the node deleting it, or let it live.
+_Judged = Literal["delete", "dying", "alive"]
+
+
+class _TombstoneCodec(ManifestCodec):
+    """Manifests with their tombstones readable: expiry judges a tombstone itself (whose it
+    is, how old), where every other reader takes one for a missing queue."""
+
+    def gone(self, state: QueueState) -> bool:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,42 +90,49 @@ class Expiry:
         self._counter = 0
 
     async def expire_if_due(self, name: str) -> Verdict:
-        """Judge queue `name` on a manifest read now; delete it if it has expired."""
-        key = keys.manifest(name)
-        mine = (0, "")  # (version, incarnation) of a tombstone we may have written
-        failing = Backoff(self.clock)
-        for _ in range(limits.put_attempts_max):
-            try:
-                blob = await retrying(self.clock, lambda: self.store.get(key))
-            except NotFound:
-                return Verdict("missing")
-            try:
-                st = decode_state(blob.data)
-            except ManifestCorrupt as err:
-                raise Unavailable(f"manifest of {name!r} is unreadable: {err}") from err
+        """Judge queue `name` on a manifest read now; delete it if it has expired.
+
+        The tombstone is written through a `CasObject` of its own, like every manifest
+        rewrite: a 412 or 404 re-reads and judges again, an ambiguous write is resolved by
+        looking for its token, store errors back off; `put_attempts_max` turns at most."""
+        cell: CasObject[QueueState] = CasObject(
+            self.store,
+            self.clock,
+            keys.manifest(name),
+            _TombstoneCodec(name),
+            QueueDoesNotExist,
+            f"queue {name!r} does not exist",
+            lambda old, new: None,
+            Counter(),  # not this node's metrics: `queues_expired` counts what expiry did
+            "expiry",
+        )
+        token = self._token()
+        mine = (0, "")  # (version, incarnation) of a tombstone this call may have written
+
+        def judge(st: QueueState) -> Change[QueueState, _Judged]:
+            nonlocal mine
             now = self.clock.now_ms()
             if st.gone_ms:
                 ours = (st.version, st.incarnation) == mine
                 orphan = now - st.gone_ms >= limits.expiry_tombstone_grace_s * 1000
-                if not (ours or orphan):
-                    return Verdict("dying")
-                await self._delete(name)
-                return Verdict("expired")
+                return Change(None, "delete" if ours or orphan else "dying")
             if not is_expired(st, now):
-                return Verdict("alive", st, blob.etag, blob.data)
+                return Change(None, "alive")
             gone = tombstone(st, now)
-            gone.commits = [*gone.commits[1:], self._token()]
+            gone.commits = [*gone.commits[1:], token]
             mine = (gone.version, gone.incarnation)
-            try:
-                await self.store.put_if_match(key, encode_state(gone), blob.etag)
-            except (PreconditionFailed, NotFound):
-                continue  # used (or deleted) since our read: judge it again
-            except (Conflict, Transient, Ambiguous):
-                await failing.failed()
-                continue  # the next read says whether our tombstone landed
-            await self._delete(name)
-            return Verdict("expired")
-        raise Unavailable(f"could not judge the expiry of queue {name!r}: too much contention")
+            return Change(gone, "delete")
+
+        try:
+            judged = await cell.update(judge, token, attempts_max=limits.put_attempts_max)
+        except QueueDoesNotExist:
+            return Verdict("missing")
+        if judged == "alive":
+            return Verdict("alive", cell.state, cell.etag, cell.data)
+        if judged == "dying":
+            return Verdict("dying")
+        await self._delete(name)
+        return Verdict("expired")
 
     def _token(self) -> str:
         self._counter += 1

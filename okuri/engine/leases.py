@@ -121,7 +121,7 @@ class Receiver:
             self.waiters += 1
             self._ensure_discovery()
             try:
-                await asyncio.wait_for(signal.wait(), remaining)
+                await self.clock.wait_for(signal.wait(), remaining)
             except TimeoutError:
                 pass
             finally:

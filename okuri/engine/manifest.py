@@ -13,7 +13,6 @@ itself as before.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,9 +22,8 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.expiry import is_expired
-from okuri.core.invariants import check_state, check_step
 from okuri.core.leadership import leader, take_lead
-from okuri.core.state import ManifestCorrupt, QueueAttrs, QueueState, decode_state, encode_state
+from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import (
     Adopt,
     Lease,
@@ -39,6 +37,7 @@ from okuri.core.transitions import (
 from okuri.engine.batching import Batcher
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.expiry import Expiry
+from okuri.engine.manifest_codec import ManifestCodec
 from okuri.engine.peering import (
     CommitRequest,
     Peering,
@@ -68,40 +67,6 @@ _Batch = tuple[list[Op], bool]
 
 class _Expired(Exception):
     """A change found the queue past its expiry (judged again on a fresh read before deleting)."""
-
-
-class ManifestCodec:
-    """Queue manifests for `CasObject`: JSON, named invariants, commit tokens."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def decode(self, data: bytes) -> QueueState:
-        try:
-            return decode_state(data)
-        except ManifestCorrupt as err:
-            raise Unavailable(f"manifest of {self.name!r} is unreadable: {err}") from err
-
-    def encode(self, state: QueueState) -> bytes:
-        return encode_state(state)
-
-    def check(self, state: QueueState) -> None:
-        check_state(state)
-
-    def check_step(self, old: QueueState, new: QueueState) -> None:
-        check_step(old, new)
-
-    def version(self, state: QueueState) -> int:
-        return state.version
-
-    def lineage(self, state: QueueState) -> str:
-        return state.incarnation
-
-    def has_token(self, state: QueueState, token: str) -> bool:
-        return token in state.commits
-
-    def gone(self, state: QueueState) -> bool:
-        return state.gone_ms != 0
 
 
 class Manifest:
@@ -345,7 +310,7 @@ class Manifest:
         body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
         sent = self.cell.sending()  # the leader writes what it answers after this
         try:
-            async with asyncio.timeout(limits.peer_timeout_s):
+            async with self.clock.timeout(limits.peer_timeout_s):
                 reply = await peering.client.commit(lead[1], peering.scope, body)
             results, etag, data = decode_reply(reply)
             if len(results) != len(ops):

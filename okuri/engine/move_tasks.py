@@ -248,7 +248,7 @@ class MoveTasks:
             wait_s = pacer.wait_s(n, self.clock.monotonic_s())
             if wait_s > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(job.cancel.wait(), wait_s)
+                    await self.clock.wait_for(job.cancel.wait(), wait_s)
                 continue
             pacer.take(n, self.clock.monotonic_s())
             moved = await self._step(job, n)
@@ -329,7 +329,11 @@ class MoveTasks:
         runners = [j.runner for j in jobs if j.runner is not None]
         if not runners:
             return
-        _, pending = await asyncio.wait(runners, timeout=limits.move_stop_s)
+        # Timing out the wait leaves the runners running: those still running are cancelled.
+        with contextlib.suppress(TimeoutError):
+            async with self.clock.timeout(limits.move_stop_s):
+                await asyncio.wait(runners)
+        pending = [runner for runner in runners if not runner.done()]
         for runner in pending:
             runner.cancel()
         await asyncio.gather(*pending, return_exceptions=True)

@@ -9,16 +9,27 @@ passes without waiting for it, and two nodes can disagree about the time (skew).
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
+from okuri import limits
 from okuri.clock import SystemClock
 from okuri.core import keys
 from okuri.core.expiry import tombstone
+from okuri.core.invariants import InvariantViolation
 from okuri.core.state import QueueAttrs, decode_state, encode_state
 from okuri.engine import Engine, SendRequest
-from okuri.errors import InvalidArgument, NotFound, QueueDoesNotExist
+from okuri.engine.expiry import Expiry
+from okuri.errors import (
+    Ambiguous,
+    InvalidArgument,
+    NotFound,
+    PreconditionFailed,
+    QueueDoesNotExist,
+    Unavailable,
+)
 from okuri.store.counting import CountingStore
 from okuri.store.memory import MemoryStore
 from okuri.store.port import Blob, ObjectStore
@@ -71,6 +82,46 @@ class HookedStore:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+class ScriptedCas(HookedStore):
+    """The next manifest compare-and-swaps answer `errors` in turn, having landed first when
+    `land` (a write whose reply was lost), after the hook; `cas_tries` counts them all."""
+
+    def __init__(self, inner: ObjectStore, errors: list[type[Exception]], land: bool = False):
+        super().__init__(inner)
+        self.errors = errors
+        self.land = land
+        self.cas_tries = 0
+
+    async def put_if_match(self, key: str, data: bytes, etag: str) -> str:
+        if not key.startswith(keys.MANIFESTS):
+            return await self.inner.put_if_match(key, data, etag)
+        self.cas_tries += 1
+        hook, self.before_cas = self.before_cas, None
+        if hook is not None:
+            await hook()
+        if not self.errors:
+            return await self.inner.put_if_match(key, data, etag)
+        error = self.errors.pop(0)
+        if self.land:
+            await self.inner.put_if_match(key, data, etag)
+        raise error(key)
+
+
+class NoSleepClock(JumpClock):
+    """Backoffs are jumped over, not slept."""
+
+    async def sleep(self, seconds: float) -> None:
+        self.jump(seconds)
+
+
+async def expired_queue(store: ObjectStore, clock: JumpClock) -> None:
+    """Queue Q, created by another node and left alone past its expiry."""
+    node = Engine(store, clock, linger_ms=5, node_id="creator")
+    await make_queue(node)
+    await node.close()
+    clock.jump(EXPIRES_S + 1)
 
 
 @pytest.fixture
@@ -324,3 +375,60 @@ async def test_the_engine_refuses_an_expiry_out_of_range(
     a, _ = nodes
     with pytest.raises(InvalidArgument):
         await a.create_queue(Q, QueueAttrs(expires_s=bad))
+
+
+async def test_a_tombstone_that_keeps_losing_gives_up_after_put_attempts_max_tries(
+    store: MemoryStore,
+) -> None:
+    """Each lost compare-and-swap (a use since the read) re-reads and judges again, as many
+    times as before the tombstone went through `CasObject`, not a commit's hundred."""
+    clock = NoSleepClock()
+    await expired_queue(store, clock)
+    before = await store.get(keys.manifest(Q))
+    racing = ScriptedCas(store, [PreconditionFailed] * 1000)
+    with pytest.raises(Unavailable):
+        await Expiry(racing, clock, Counter(), "node-b").expire_if_due(Q)
+    assert racing.cas_tries == limits.put_attempts_max
+    assert (await store.get(keys.manifest(Q))).etag == before.etag
+
+
+async def test_an_ambiguous_tombstone_that_landed_deletes_the_queue(store: MemoryStore) -> None:
+    clock = NoSleepClock()
+    await expired_queue(store, clock)
+    lost_reply = ScriptedCas(store, [Ambiguous], land=True)
+    stats: Counter[str] = Counter()
+    verdict = await Expiry(lost_reply, clock, stats, "node-b").expire_if_due(Q)
+    assert verdict.fate == "expired"
+    assert lost_reply.cas_tries == 1  # the re-read found its tombstone: not written again
+    assert stats["queues_expired"] == 1
+    assert not await exists(store, keys.manifest(Q))
+    assert not await exists(store, keys.expiry_marker(Q))
+
+
+async def test_a_queue_deleted_under_the_tombstone_reads_missing(store: MemoryStore) -> None:
+    clock = NoSleepClock()
+    await expired_queue(store, clock)
+    deleted = ScriptedCas(store, [NotFound])
+
+    async def delete_it() -> None:
+        await store.delete(keys.manifest(Q))
+
+    deleted.before_cas = delete_it
+    verdict = await Expiry(deleted, clock, Counter(), "node-b").expire_if_due(Q)
+    assert verdict.fate == "missing"
+
+
+async def test_a_manifest_breaking_an_invariant_is_never_tombstoned(store: MemoryStore) -> None:
+    """Expiry reads and writes the manifest as every rewrite does (`CasObject`): the named
+    invariants are checked after the read and before the tombstone, so a manifest a foreign
+    writer broke is reported, not deleted."""
+    clock = NoSleepClock()
+    await expired_queue(store, clock)
+    blob = await store.get(keys.manifest(Q))
+    st = decode_state(blob.data)
+    st.version += 1
+    st.recent = [(st.next_seq + 5, "from-the-future")]  # breaks recent_below_cursor
+    await store.put_if_match(keys.manifest(Q), encode_state(st), blob.etag)
+    with pytest.raises(InvariantViolation):
+        await Expiry(store, clock, Counter(), "node-b").expire_if_due(Q)
+    assert not decode_state((await store.get(keys.manifest(Q))).data).gone_ms

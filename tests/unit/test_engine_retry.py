@@ -13,12 +13,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 import orjson
+import pytest
 
 from okuri import limits
 from okuri.clock import SystemClock
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.retry import Backoff
-from okuri.errors import PreconditionFailed, QueueDoesNotExist, Transient
+from okuri.errors import PreconditionFailed, QueueDoesNotExist, Transient, Unavailable
 from okuri.store.memory import MemoryStore
 
 
@@ -111,3 +112,25 @@ async def test_a_store_failure_after_lost_races_waits_the_first_window_only() ->
     assert len(races) == 7  # the first lost race re-reads at once
     assert max(races) <= limits.conflict_backoff_ms_max
     assert failure == limits.backoff_ms_base  # not 2 s: the store had failed once
+
+
+async def test_a_compare_and_swap_that_keeps_losing_stops_after_its_attempts() -> None:
+    """A commit goes round up to `commit_attempts_max` times; a caller with a tighter bound
+    (expiry's tombstone: `put_attempts_max`) gives up after its own."""
+    store = RacedThenFlaky(races=1000)
+    scripted = len(store.script)
+    await store.put_if_absent("doc", DocCodec().encode(Doc(1)))
+    cell: CasObject[Doc] = CasObject(
+        store, RecordingClock(), "doc", DocCodec(), QueueDoesNotExist, "gone",
+        lambda old, new: None, Counter(), "doc",
+    )  # fmt: skip
+
+    def bump(doc: Doc) -> Change[Doc, int]:
+        return Change(Doc(doc.version + 1), doc.version + 1)
+
+    with pytest.raises(Unavailable):
+        await cell.update(bump, "t1", attempts_max=3)
+    assert scripted - len(store.script) == 3
+    with pytest.raises(Unavailable):
+        await cell.update(bump, "t2")
+    assert scripted - len(store.script) == 3 + limits.commit_attempts_max
