@@ -35,6 +35,7 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.expiry import expires_at_ms, is_expired, tombstone
+from okuri.core.invariants import InvariantViolation
 from okuri.core.state import ManifestCorrupt, QueueState, decode_state
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.manifest_codec import ManifestCodec
@@ -202,8 +203,16 @@ class ExpirySweeper:
                 if name is None:
                     continue
                 seen.add(name)
-                if await self._check(name):
-                    deleted += 1
+                try:
+                    if await self._check(name):
+                        deleted += 1
+                except InvariantViolation as err:
+                    # A manifest some other writer broke: reported and left alone, and the
+                    # sweep goes on to the other queues (one bad manifest must not stop them
+                    # expiring); looked at again after the usual recheck period.
+                    log.error("expiry: queue %r left alone, its manifest is broken: %s", name, err)
+                    recheck_ms = limits.expiry_recheck_s_max * 1000
+                    self.next_check_ms[name] = self.clock.now_ms() + recheck_ms
             if len(page) < 1000:
                 break
             after = page[-1]

@@ -432,3 +432,27 @@ async def test_a_manifest_breaking_an_invariant_is_never_tombstoned(store: Memor
     with pytest.raises(InvariantViolation):
         await Expiry(store, clock, Counter(), "node-b").expire_if_due(Q)
     assert not decode_state((await store.get(keys.manifest(Q))).data).gone_ms
+
+
+async def test_a_broken_manifest_does_not_stop_the_sweep_of_other_queues(
+    store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A manifest that breaks an invariant is reported and left alone; the sweeper still
+    deletes the other queues that expired."""
+    clock = NoSleepClock()
+    creator = Engine(store, clock, linger_ms=5, node_id="creator")
+    await creator.create_queue("a-broken", QueueAttrs(expires_s=EXPIRES_S))
+    await creator.create_queue("b-healthy", QueueAttrs(expires_s=EXPIRES_S))
+    await creator.close()
+    clock.jump(EXPIRES_S + 1)
+    blob = await store.get(keys.manifest("a-broken"))
+    st = decode_state(blob.data)
+    st.version += 1
+    st.recent = [(st.next_seq + 5, "from-the-future")]  # breaks recent_below_cursor
+    await store.put_if_match(keys.manifest("a-broken"), encode_state(st), blob.etag)
+    sweeper = Engine(store, clock, linger_ms=5, node_id="sweeper")
+    assert await sweeper.sweep_expired() == 1
+    await sweeper.close()
+    assert await exists(store, keys.manifest("a-broken"))
+    assert not await exists(store, keys.manifest("b-healthy"))
+    assert "a-broken" in caplog.text and "broken" in caplog.text
