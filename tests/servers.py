@@ -150,7 +150,10 @@ class RunToExit(Protocol):
 
 
 def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
-    port, health = free_port(), free_port()
+    port = free_port()
+    health = free_port()
+    while health == port:  # the kernel may hand back a port just released: two distinct ones
+        health = free_port()
     env = {
         "OKURI_LISTEN": f"127.0.0.1:{port}",
         "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
