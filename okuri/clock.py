@@ -75,7 +75,21 @@ class _Entropy:
 _entropy = _Entropy()
 
 
-class SystemClock:
+class _LoopTimers:
+    """Sleeps and timeouts on the running event loop's own time: real time on a real loop,
+    virtual time on the simulator's, where they end when virtual time reaches them."""
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
+        return await asyncio.wait_for(aw, timeout_s)
+
+    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
+        return asyncio.timeout(delay_s)
+
+
+class SystemClock(_LoopTimers):
     """Real time, real randomness."""
 
     def __init__(self) -> None:
@@ -86,15 +100,6 @@ class SystemClock:
 
     def monotonic_s(self) -> float:
         return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
-        return await asyncio.wait_for(aw, timeout_s)
-
-    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
-        return asyncio.timeout(delay_s)
 
     def random(self) -> random.Random:
         return self._rng
@@ -107,7 +112,7 @@ class SystemClock:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-class LoopClock:
+class LoopClock(_LoopTimers):
     """Time read from the running event loop, offset to an epoch and skewed; ids from a seeded rng.
 
     On a virtual-time loop (the simulator) this is fully deterministic.
@@ -123,17 +128,6 @@ class LoopClock:
 
     def monotonic_s(self) -> float:
         return asyncio.get_running_loop().time()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    async def wait_for(self, aw: Awaitable[T], timeout_s: float) -> T:
-        """A timeout on the loop's clock, the one `now_ms` and `monotonic_s` read: on the
-        simulator's loop it expires when virtual time reaches it."""
-        return await asyncio.wait_for(aw, timeout_s)
-
-    def timeout(self, delay_s: float) -> AbstractAsyncContextManager[object]:
-        return asyncio.timeout(delay_s)
 
     def random(self) -> random.Random:
         return self._rng

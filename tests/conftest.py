@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from okuri.bench.servers import MOTO_MODULE  # noqa: E402
+from okuri.bench.servers import MOTO_MODULE, free_port, free_ports  # noqa: E402
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY  # noqa: E402
 from tests.servers import (  # noqa: E402  (after the sys.path fix)
     BIND_ATTEMPTS,
@@ -35,7 +35,6 @@ from tests.servers import (  # noqa: E402  (after the sys.path fix)
     RunToExit,
     ServerProcess,
     clean_environ,
-    free_port,
     spawn,
     start_server,
 )
@@ -155,10 +154,11 @@ def run_to_exit(tmp_path: Path) -> RunToExit:
     """
 
     def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        port, health_port = free_ports(2)
         defaults = {
             "OKURI_DATA_DIR": str(tmp_path / "data"),
-            "OKURI_LISTEN": f"127.0.0.1:{free_port()}",
-            "OKURI_HEALTH_LISTEN": f"127.0.0.1:{free_port()}",
+            "OKURI_LISTEN": f"127.0.0.1:{port}",
+            "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health_port}",
         }
         return subprocess.run(
             [sys.executable, "-m", "okuri.server.cli", "serve"],
@@ -181,7 +181,7 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
         env = {"OKURI_DATA_DIR": str(tmp_path / "data"), **(env or {})}
         log_path = tmp_path / f"okuri-{len(started)}.log"
         for _ in range(BIND_ATTEMPTS):
-            port, health_port = free_port(), free_port()
+            port, health_port = free_ports(2)
             env = {
                 **env,
                 "OKURI_LISTEN": f"127.0.0.1:{port}",

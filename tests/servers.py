@@ -25,7 +25,7 @@ import pytest
 from botocore.config import Config
 
 from compat.clients import Client
-from okuri.bench.servers import clean_environ, free_port
+from okuri.bench.servers import clean_environ, free_ports
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0
@@ -150,10 +150,7 @@ class RunToExit(Protocol):
 
 
 def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
-    port = free_port()
-    health = free_port()
-    while health == port:  # the kernel may hand back a port just released: two distinct ones
-        health = free_port()
+    port, health = free_ports(2)
     env = {
         "OKURI_LISTEN": f"127.0.0.1:{port}",
         "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",

@@ -53,6 +53,7 @@ from okuri.bench.servers import (
     Unavailable,
     clean_environ,
     free_port,
+    free_ports,
     moto_server,
     spawn,
     start_node,
@@ -149,8 +150,9 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
                 name,
                 f"okuri://:{key}@{LOOPBACK}:{node.port}",
                 {"lease_s": OKURI_LEASE_S, "wait_time_s": OKURI_WAIT_S, "confirm_publish": confirm},
-                f"okuri serve via okuri:// (okuri_kombu), {store}" if confirm else
-                "okuri serve via okuri:// (okuri_kombu) with confirm_publish off: a publish "
+                f"okuri serve via okuri:// (okuri_kombu), {store}"
+                if confirm
+                else "okuri serve via okuri:// (okuri_kombu) with confirm_publish off: a publish "
                 "returns at once and is committed a few ms later",
                 needs_okuri_kombu=True,
                 pids=[node.pid or 0],
@@ -312,7 +314,7 @@ def rabbitmq_broker(workdir: Path) -> Iterator[Broker]:
     home.mkdir()
     log_path = workdir / "rabbitmq.log"
     with _epmd(epmd, workdir) as epmd_port:
-        port, dist_port = free_port(), free_port()
+        port, dist_port = free_ports(2)
         env = _rabbitmq_env(home, port, dist_port, epmd_port)
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(

@@ -54,9 +54,20 @@ class Unavailable(Exception):
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports: each socket stays bound until all are chosen, since
+    the kernel may hand a port just released straight back to the next bind."""
+    with contextlib.ExitStack() as stack:
+        sockets = [
+            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            for _ in range(count)
+        ]
+        for sock in sockets:
+            sock.bind((LOOPBACK, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def answers(url: str, status: int = 200) -> bool:
@@ -307,7 +318,7 @@ def start_node(
     """A ready node on fresh free ports (retried when a probed port was taken meanwhile)."""
     log_path = workdir / f"okuri-{index}.log"
     for _ in range(BIND_ATTEMPTS):
-        port, health = free_port(), free_port()
+        port, health = free_ports(2)
         node = Node(index, port, health, node_env(port, health, store, extra=extra_env), log_path)
         if node.start():
             return node

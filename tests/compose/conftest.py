@@ -29,7 +29,7 @@ import smoke_app  # noqa: E402
 from celery import Celery  # noqa: E402
 from celery_smoke import Records  # noqa: E402
 
-from okuri.bench.servers import free_port  # noqa: E402
+from okuri.bench.servers import free_ports  # noqa: E402
 from tests.compose import images, stack  # noqa: E402
 from tests.compose.images import ContainersUnavailable, Engine, Images  # noqa: E402
 from tests.compose.stack import Ports, Stack  # noqa: E402
@@ -92,7 +92,8 @@ def compose_stack_file(
     record_dir = work / "records"
     record_dir.mkdir()
     record_dir.chmod(0o777)  # the worker runs as the image's non-root user
-    ports = Ports(sqs=free_port(), health=free_port(), s3=free_port())
+    sqs, health, s3 = free_ports(3)
+    ports = Ports(sqs=sqs, health=health, s3=s3)
     return stack.write_stack(
         work / "compose.test.yaml", docker_compose_project_name, compose_images, ports, record_dir
     )

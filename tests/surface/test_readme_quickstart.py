@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from okuri import __version__
-from okuri.bench.servers import answers, free_port
+from okuri.bench.servers import answers, free_ports
 from tests.readme import README, README_ENDPOINT, block, environment, run_shell
 
 SERVE_READY_S = 600.0  # the first `make serve` installs okuri and its clients from the index
@@ -67,7 +67,7 @@ def copy_checkout(to: Path) -> None:
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clone]:
     root = tmp_path_factory.mktemp("fresh-clone")
     copy_checkout(root)
-    port, health = free_port(), free_port()
+    port, health = free_ports(2)
     env = {
         **environment(),
         "OKURI_LISTEN": f"127.0.0.1:{port}",
