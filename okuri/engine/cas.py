@@ -122,6 +122,9 @@ class CasObject(Generic[S]):
         self._tickets = 0
         # The request that last showed the cached state current was sent then (`Sent`).
         self.confirmed = NEVER
+        # Requests sent before this were answered about an object since deleted through this
+        # node (`forget`): what they saw is never cached.
+        self._forgotten = NEVER
 
     async def cached(self) -> S:
         """The state as last seen (read only if never seen, or invalidated): every write is a
@@ -160,6 +163,8 @@ class CasObject(Generic[S]):
         if self.state is not None and blob.etag == self.etag:
             self.confirmed = max(self.confirmed, sent)
             return self.state
+        if sent < self._forgotten:  # deleted through this node while the read travelled
+            raise self._missing(self._missing_message)
         state = self.codec.decode(blob.data)
         self.codec.check(state)
         if self.codec.gone(state):
@@ -171,7 +176,10 @@ class CasObject(Generic[S]):
 
     def install(self, state: S, etag: str, data: bytes, sent: Sent) -> None:
         """Adopt `state` (stored as `data` under `etag`), shown current by a request sent at
-        `sent`, unless it is older than ours (a read that raced a write)."""
+        `sent`, unless it is older than ours (a read that raced a write) or the request was
+        sent before the object was deleted through this node."""
+        if sent < self._forgotten:
+            return
         old = self.state
         same_life = old is not None and self.codec.lineage(old) == self.codec.lineage(state)
         if same_life and old is not None and self.codec.version(state) < self.codec.version(old):
@@ -183,9 +191,11 @@ class CasObject(Generic[S]):
         self._installed(old if same_life else None, state)
 
     def forget(self) -> None:
-        """Drop the cached state altogether (the object was deleted through this node)."""
+        """Drop the cached state altogether (the object was deleted through this node), and
+        whatever requests already on their way would bring back."""
         self.state, self.etag, self.data, self._stale = None, "", b"", False
         self.confirmed = NEVER
+        self._forgotten = self.sending()
 
     def invalidate(self) -> None:
         """Doubt the cached state: the next access reads the store (keeping the decoded copy,

@@ -155,7 +155,8 @@ class Manifest:
         verdict = await self._expiry.expire_if_due(self.name)
         if verdict.state is not None:
             self.cell.install(verdict.state, verdict.etag, verdict.data, sent)
-            assert self.cell.state is not None
+            if self.cell.state is None:  # deleted through this node meanwhile
+                raise QueueDoesNotExist(f"queue {self.name!r} does not exist")
             return self.cell.state
         self.cell.forget()
         self._expired()

@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import pytest
+
 from okuri.engine.cas import CasObject, Change
 from okuri.errors import QueueDoesNotExist
 from okuri.store.memory import MemoryStore
+from okuri.store.port import Blob
 from tests.unit.test_engine_retry import Doc, DocCodec, RecordingClock
 
 
@@ -100,3 +103,51 @@ async def test_a_state_read_after_the_change_was_asked_for_is_trusted_without_an
     assert gets == 1  # within the trusted age (a lease that found nothing)
     assert await one.update(judge, "n1.3") == 1
     assert gets == 2  # anything else that writes nothing reads again
+
+
+class SlowReads(MemoryStore):
+    """A read is served at once, but its reply waits until `reply` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reply = asyncio.Event()
+        self.served = asyncio.Event()
+
+    async def get(self, key: str) -> Blob:
+        blob = await super().get(key)
+        self.served.set()
+        await self.reply.wait()
+        return blob
+
+
+async def test_a_write_answered_after_the_object_was_deleted_here_is_not_cached() -> None:
+    """A queue deleted through this node stays deleted in its cache, even when a commit sent
+    before the delete is answered after it (a GetQueueUrl trusting that cache answered the URL
+    of a queue DeleteQueue had just deleted)."""
+    store = SlowReplies()
+    await MemoryStore.put_if_absent(store, "doc", DocCodec().encode(Doc(1)))
+    one = cell(store, FrozenClock())
+    assert await one.read() == Doc(1)
+    writing = asyncio.create_task(one.update(bump, "n1.1"))  # lands v2; its reply waits
+    await store.landed.wait()
+    await store.delete("doc")
+    one.forget()
+    store.reply.set()
+    assert await writing == 2  # it landed before the delete: its answer stands
+    assert one.state is None
+    with pytest.raises(QueueDoesNotExist):
+        await one.cached()
+
+
+async def test_a_read_answered_after_the_object_was_deleted_here_reads_as_missing() -> None:
+    store = SlowReads()
+    await MemoryStore.put_if_absent(store, "doc", DocCodec().encode(Doc(1)))
+    one = cell(store, FrozenClock())
+    reading = asyncio.create_task(one.read())  # served v1; its reply waits
+    await store.served.wait()
+    await store.delete("doc")
+    one.forget()
+    store.reply.set()
+    with pytest.raises(QueueDoesNotExist):
+        await reading
+    assert one.state is None
