@@ -7,7 +7,23 @@ from dataclasses import dataclass
 
 from okuri import limits
 from okuri.core.state import Lease as LeaseTuple
-from okuri.core.state import QueueState
+from okuri.core.state import QueueAttrs, QueueState
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """What a surface may know of a queue: its attributes and when it was made and last
+    changed. The manifest itself (segments, leases, commit tokens) stays in the engine, so
+    a surface cannot come to depend on how the engine keeps its state."""
+
+    name: str
+    attrs: QueueAttrs
+    created_ms: int
+    modified_ms: int  # LastModifiedTimestamp: the creation time until attributes change
+
+    @classmethod
+    def of(cls, st: QueueState) -> QueueView:
+        return cls(st.name, st.attrs, st.created_ms, st.modified_ms or st.created_ms)
 
 
 @dataclass(frozen=True, slots=True)

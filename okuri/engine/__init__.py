@@ -44,9 +44,9 @@ from okuri.core.move_records import (
     dead_letter_target,
 )
 from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
-from okuri.core.state import QueueAttrs, QueueState
+from okuri.core.state import QueueAttrs
 from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
-from okuri.core.views import Counts
+from okuri.core.views import Counts, QueueView
 from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
 from okuri.engine.batching import caller
 from okuri.engine.engine import Engine
@@ -85,7 +85,7 @@ __all__ = [
     "PeerRequestInvalid",
     "PeerUnreachable",
     "QueueAttrs",
-    "QueueState",
+    "QueueView",
     "Refused",
     "Routed",
     "SendRequest",

@@ -20,7 +20,7 @@ from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, Touch, VisibilityResult
-from okuri.core.views import Counts, counts
+from okuri.core.views import Counts, QueueView, counts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.exchanges import Exchanges
 from okuri.engine.expiry import Expiry, ExpirySweeper
@@ -98,7 +98,7 @@ class Engine:
 
     # --- queues ------------------------------------------------------------------------------
 
-    async def create_queue(self, name: str, attrs: QueueAttrs | None = None) -> QueueState:
+    async def create_queue(self, name: str, attrs: QueueAttrs | None = None) -> QueueView:
         """Create a queue; idempotent when it exists with the same attributes."""
         validate_queue_name(name)
         attrs = attrs or QueueAttrs(fifo=is_fifo_name(name))
@@ -119,7 +119,7 @@ class Engine:
             # After the manifest (okuri/engine/expiry.py); again on a re-declare, in case the
             # node that created the queue died between the two.
             await self.expiry.ensure_marker(name)
-        return await self._touch(rt, st)
+        return QueueView.of(await self._touch(rt, st))
 
     async def _touch(self, rt: Queue, st: QueueState) -> QueueState:
         """Record a use of the queue when one is due (a get, a create that finds it)."""
@@ -137,18 +137,27 @@ class Engine:
             await self.create_queue(name)
         return rt
 
-    async def get_queue(self, name: str, trust_cached_s: float = 0.0) -> QueueState:
-        """The queue's manifest (a use of it, for its expiry): read fresh from the bucket, or
-        the cached copy when it was shown current less than `trust_cached_s` ago."""
+    async def get_queue(self, name: str, trust_cached_s: float = 0.0) -> QueueView:
+        """The queue as a surface sees it (a use of it, for its expiry): read fresh from the
+        bucket, or the cached copy when it was shown current less than `trust_cached_s` ago."""
+        return QueueView.of(await self.read_manifest(name, trust_cached_s))
+
+    async def cached_queue(self, name: str) -> QueueView:
+        """The queue as this node last saw it (read only if never seen): for the hot path,
+        where a stale copy is harmless because every write is a CAS."""
+        return QueueView.of(await self.runtime(name).current())
+
+    async def read_manifest(self, name: str, trust_cached_s: float = 0.0) -> QueueState:
+        """The queue's whole manifest, as `get_queue` reads it: for the engine's own tests and
+        the simulator, which look inside. Surfaces use `get_queue`'s narrow view."""
         rt = self.runtime(name)
         st = rt.state
         if st is None or rt.manifest.age_s() >= trust_cached_s:
             st = await rt.refresh()
         return await self._touch(rt, st)
 
-    async def cached_queue(self, name: str) -> QueueState:
-        """The queue's manifest as this node last saw it (read only if never seen): for the
-        hot path, where a stale copy is harmless because every write is a CAS."""
+    async def cached_manifest(self, name: str) -> QueueState:
+        """The queue's whole manifest as this node last saw it (see `read_manifest`)."""
         return await self.runtime(name).current()
 
     async def list_queues(self, prefix: str = "", limit: int = 1000, after: str = "") -> list[str]:
@@ -188,7 +197,7 @@ class Engine:
 
     async def update_attributes(
         self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
-    ) -> QueueState:
+    ) -> QueueView:
         """Atomically replace the queue's attributes by `change(current)` (which may raise to
         refuse, and may run more than once); `touch` moves its LastModifiedTimestamp."""
 
@@ -200,7 +209,7 @@ class Engine:
         st = await self.runtime(name).update_attrs(checked, touch)
         if st.attrs.expires_s is not None:
             await self.expiry.ensure_marker(name)
-        return st
+        return QueueView.of(st)
 
     async def purge(self, name: str) -> None:
         await self.runtime(name).purge()

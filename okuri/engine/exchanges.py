@@ -24,17 +24,17 @@ from okuri.clock import Clock
 from okuri.core import exchanges as rules
 from okuri.core import keys
 from okuri.core.exchanges import Binding, ExchangeState, ExchangeType
-from okuri.core.state import QueueState
+from okuri.core.views import QueueView
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.retry import retrying
 from okuri.engine.types import SendRequest, SendResult
 from okuri.errors import ExchangeAlreadyExists, ExchangeDoesNotExist, QueueDoesNotExist
 from okuri.store.port import ObjectStore
 
-QueueStateOf = Callable[[str], Awaitable[QueueState]]
+QueueViewOf = Callable[[str], Awaitable[QueueView]]
 Send = Callable[[str, Sequence[SendRequest]], Awaitable[list[SendResult | Exception]]]
 # What a publish sends to one routed queue, given its attributes; may raise to refuse them all.
-RequestsFor = Callable[[str, QueueState], Sequence[SendRequest]]
+RequestsFor = Callable[[str, QueueView], Sequence[SendRequest]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +79,11 @@ class Exchanges:
         store: ObjectStore,
         clock: Clock,
         stats: Counter[str],
-        queue_state: QueueStateOf,
-        cached_queue_state: QueueStateOf,
+        queue_state: QueueViewOf,
+        cached_queue_state: QueueViewOf,
         send: Send,
     ) -> None:
-        """`queue_state(name)` reads a queue's manifest fresh and `cached_queue_state(name)`
+        """`queue_state(name)` reads a queue fresh and `cached_queue_state(name)`
         as this node last saw it (both raise QueueDoesNotExist when it is gone); `send` is the
         engine's send path."""
         self.store = store

@@ -34,7 +34,7 @@ from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.state import QueueAttrs, QueueState, decode_state
 from okuri.core.transitions import AckResult, VisibilityResult
-from okuri.core.views import Counts
+from okuri.core.views import Counts, QueueView
 from okuri.engine.retry import retrying
 from okuri.engine.types import Delivery
 from okuri.errors import NotFound, QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
@@ -72,14 +72,14 @@ class Engine(Protocol):
     node_id: str
     stats: Counter[str]
 
-    async def get_queue(self, name: str) -> QueueState: ...
+    async def get_queue(self, name: str) -> QueueView: ...
     async def counts(self, name: str) -> Counts: ...
     async def list_queues(
         self, prefix: str = "", limit: int = 1000, after: str = ""
     ) -> list[str]: ...
     async def update_attributes(
         self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
-    ) -> QueueState: ...
+    ) -> QueueView: ...
     async def receive(
         self,
         name: str,

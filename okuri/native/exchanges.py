@@ -19,7 +19,7 @@ from okuri.engine import (
     Binding,
     Engine,
     ExchangeState,
-    QueueState,
+    QueueView,
     SendRequest,
     validate_exchange_name,
     validate_routing_key,
@@ -131,7 +131,7 @@ class Exchanges:
         refuse_oversize(items, limits.message_bytes_max)
         fifo: dict[str, bool] = {}
 
-        def requests_for(queue: str, st: QueueState) -> list[SendRequest]:
+        def requests_for(queue: str, st: QueueView) -> list[SendRequest]:
             fifo[queue] = st.attrs.fifo
             return sends_for(items, queue, st.attrs)
 

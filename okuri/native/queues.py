@@ -17,7 +17,7 @@ from okuri.engine import (
     QUEUE_NAME,
     Engine,
     QueueAttrs,
-    QueueState,
+    QueueView,
     fifo_setting,
     is_fifo_name,
 )
@@ -117,7 +117,7 @@ class Queues:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def describe(self, name: str, st: QueueState | None = None) -> dict[str, Any]:
+    async def describe(self, name: str, st: QueueView | None = None) -> dict[str, Any]:
         counts = await self.engine.counts(name)  # reads the manifest fresh
         st = st or await self.engine.cached_queue(name)
         return {
@@ -133,7 +133,7 @@ class Queues:
             "created_at": codec.rfc3339(st.created_ms),
         }
 
-    async def _dead_lettered(self, name: str, st: QueueState) -> int:
+    async def _dead_lettered(self, name: str, st: QueueView) -> int:
         """Items waiting in the queue's dead-letter queue (where `dead: true` and items past
         `max_attempts` go: its `dead_letter_queue`, else `{name}-dlq`), from any source that
         shares it; 0 while that queue does not exist."""

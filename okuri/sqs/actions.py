@@ -20,7 +20,7 @@ from okuri.engine import (  # QUEUE_NAME: use fullmatch, "$" admits a trailing n
     Engine,
     Gate,
     QueueAttrs,
-    QueueState,
+    QueueView,
     SendRequest,
     SendResult,
 )
@@ -167,7 +167,7 @@ class SqsActions:
 
     # --- queues ------------------------------------------------------------------------------
 
-    async def _existing(self, name: str) -> QueueState | None:
+    async def _existing(self, name: str) -> QueueView | None:
         try:
             return await self.engine.get_queue(name)
         except QueueDoesNotExist:
@@ -245,7 +245,7 @@ class SqsActions:
             dlq_arn=self.arn,
             counts=counts,
             created_s=st.created_ms // 1000,
-            modified_s=(st.modified_ms or st.created_ms) // 1000,
+            modified_s=st.modified_ms // 1000,
         )
         shown = {k: v for k, v in rendered.items() if not k.startswith(tags.TAG_PREFIX)}
         return {"Attributes": shown} if shown else {}  # none to show: no member (recorded)

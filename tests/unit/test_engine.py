@@ -120,10 +120,12 @@ async def send_bodies(node: Engine, queue: str, *payloads: bytes) -> list[SendRe
 
 async def test_create_queue_is_idempotent_with_the_same_attributes(node: Engine) -> None:
     attrs = QueueAttrs(visibility_timeout_s=5, delay_s=1, extra={"tag": "a"})
-    first = await node.create_queue(Q, attrs)
+    await node.create_queue(Q, attrs)
+    first = await node.read_manifest(Q)
     again = await node.create_queue(Q, attrs)
-    assert again.incarnation == first.incarnation
     assert again.attrs == attrs
+    assert (await node.read_manifest(Q)).incarnation == first.incarnation
+    assert again.created_ms == first.created_ms
     assert await node.list_queues() == [Q]
 
 
@@ -134,7 +136,7 @@ async def test_create_queue_with_different_attributes_is_refused(make_node: Make
         await b.create_queue(Q, QueueAttrs(visibility_timeout_s=6))
     with pytest.raises(QueueAlreadyExists):
         await a.create_queue(Q)  # defaults differ from what it was created with
-    assert (await b.get_queue(Q)).attrs.visibility_timeout_s == 5
+    assert (await b.read_manifest(Q)).attrs.visibility_timeout_s == 5
 
 
 @pytest.mark.parametrize("name", ["", "has space", "dot.ted", "x" * 81, "slash/ed", "ünï"])
@@ -146,8 +148,9 @@ async def test_create_queue_rejects_bad_names(node: Engine, name: str) -> None:
 async def test_get_queue_returns_what_it_was_created_with(make_node: MakeNode) -> None:
     a, b = make_node(), make_node()
     attrs = QueueAttrs(retention_s=120, max_receive_count=3, dead_letter_queue="graveyard")
-    created = await a.create_queue(Q, attrs)
-    seen = await b.get_queue(Q)
+    await a.create_queue(Q, attrs)
+    created = await a.read_manifest(Q)
+    seen = await b.read_manifest(Q)
     assert seen.attrs == attrs
     assert seen.incarnation == created.incarnation
     assert seen.name == Q
@@ -170,7 +173,7 @@ async def test_deleted_queue_refuses_send_receive_and_get(node: Engine) -> None:
     await node.delete_queue(Q)
     assert await node.list_queues() == ["other"]
     with pytest.raises(QueueDoesNotExist):
-        await node.get_queue(Q)
+        await node.read_manifest(Q)
     with pytest.raises(QueueDoesNotExist):
         await node.send_one(Q, SendRequest(b"y"))
     with pytest.raises(QueueDoesNotExist):
@@ -194,7 +197,7 @@ async def test_corrupt_manifest_makes_the_queue_unavailable(
 ) -> None:
     await store.put_if_absent(keys.manifest("broken"), b"{not a manifest")
     with pytest.raises(Unavailable):
-        await node.get_queue("broken")
+        await node.read_manifest("broken")
     with pytest.raises(Unavailable):
         await node.receive("broken")
 
@@ -217,8 +220,9 @@ async def test_node_that_reads_a_recreated_queue_forgets_the_old_one(make_node: 
     await a.create_queue(Q)
     await send_bodies(b, Q, b"old")
     await a.delete_queue(Q)
-    new_inc = (await a.create_queue(Q)).incarnation
-    assert (await b.get_queue(Q)).incarnation == new_inc
+    await a.create_queue(Q)
+    new_inc = (await a.read_manifest(Q)).incarnation
+    assert (await b.read_manifest(Q)).incarnation == new_inc
     sent = await send_bodies(b, Q, b"new")
     got = await receive_until(c, Q, 1, deadline_s=0.5)
     assert [d.message.id for d in got] == [sent[0].message_id]
@@ -238,7 +242,7 @@ async def test_missing_queue_raises_on_every_operation(node: Engine) -> None:
 async def test_set_attributes_changes_the_defaults_for_later_sends(node: Engine) -> None:
     await node.create_queue(Q)
     await node.set_attributes(Q, QueueAttrs(delay_s=60))
-    assert (await node.get_queue(Q)).attrs.delay_s == 60
+    assert (await node.read_manifest(Q)).attrs.delay_s == 60
     await send_bodies(node, Q, b"delayed by the queue")
     assert await node.receive(Q) == []
     assert await node.counts(Q) == Counts(delayed=1)
@@ -317,7 +321,7 @@ async def test_long_poll_wakes_quickly_for_a_send_on_the_same_node(node: Engine)
 async def test_long_poll_wakes_quickly_for_a_send_on_another_node(make_node: MakeNode) -> None:
     a, b = make_node(), make_node()
     await a.create_queue(Q)
-    await b.get_queue(Q)
+    await b.read_manifest(Q)
     waiter = asyncio.create_task(b.receive(Q, wait_s=5))
     await asyncio.sleep(0.2)
     start = now_s()
@@ -498,7 +502,7 @@ async def test_receipt_from_a_deleted_incarnation_never_acks_the_new_queues_mess
     assert r_old.incarnation != r_new.incarnation
     assert (r_old.seq, r_old.idx, r_old.epoch) == (r_new.seq, r_new.idx, r_new.epoch)
 
-    await a.get_queue(Q)  # node a is up to date with the new incarnation
+    await a.read_manifest(Q)  # node a is up to date with the new incarnation
     (res,) = await a.ack(Q, [old.receipt_handle])
     assert res != "acked"
     assert await b.ack(Q, [new.receipt_handle]) == ["acked"], (
@@ -518,7 +522,7 @@ async def test_receipt_from_a_deleted_incarnation_never_changes_the_new_queues_v
     await send_bodies(b, Q, b"new")
     (new,) = await b.receive(Q)
 
-    await a.get_queue(Q)  # node a is up to date with the new incarnation
+    await a.read_manifest(Q)  # node a is up to date with the new incarnation
     (res,) = await a.change_visibility(Q, [(old.receipt_handle, 0)])
     assert res != "ok"
     assert await c.receive(Q) == [], "the new queue's in-flight message became visible"
@@ -562,7 +566,8 @@ async def test_purge_through_another_node_drops_what_that_node_had_seen(
 async def test_purge_deletes_the_objects_of_purged_and_skipped_slots(
     node: Engine, store: MemoryStore, short_keep: float
 ) -> None:
-    st = await node.create_queue(Q)
+    await node.create_queue(Q)
+    st = await node.read_manifest(Q)
     for p in (b"a", b"b", b"c"):
         await send_bodies(node, Q, p)  # three windows, three slots
     assert len(await node.receive(Q, max_messages=10)) == 3  # adopts slots 0..2
@@ -794,7 +799,8 @@ async def test_counts_add_up_across_visible_inflight_and_delayed(make_node: Make
 async def test_sweep_deletes_orphaned_segments_and_never_live_ones(
     node: Engine, store: MemoryStore, short_keep: float
 ) -> None:
-    inc = (await node.create_queue(Q)).incarnation
+    await node.create_queue(Q)
+    inc = (await node.read_manifest(Q)).incarnation
     await node.create_queue("other")
     await send_bodies(node, "other", b"not mine")
     other_keys = segment_keys(store, "other")
@@ -893,7 +899,8 @@ async def test_sweep_racing_a_recreate_never_deletes_the_new_queues_segments(
     await a.delete_queue(Q)
     await asyncio.wait_for(gated.held.wait(), 1)  # the sweep read "no queue" and now lists
 
-    inc = (await b.create_queue(Q)).incarnation
+    await b.create_queue(Q)
+    inc = (await b.read_manifest(Q)).incarnation
     await send_bodies(b, Q, b"after recreate")
     new_slot = keys.segment(Q, inc, 0)
     assert new_slot in store.objects
@@ -933,7 +940,8 @@ async def test_producer_with_a_stale_head_whose_slot_was_freed_still_delivers(
     make_node: MakeNode, store: MemoryStore, freed_slots: int
 ) -> None:
     a, b = make_node(), make_node()
-    inc = (await a.create_queue(Q)).incarnation
+    await a.create_queue(Q)
+    inc = (await a.read_manifest(Q)).incarnation
     await send_bodies(a, Q, b"first")  # slot 0
     rt = a.runtime(Q)
     assert rt.state is not None
@@ -1036,7 +1044,8 @@ async def test_crash_abandons_pending_sends_and_other_nodes_carry_on(make_node: 
 async def test_foreign_object_in_a_slot_does_not_block_the_queue(
     node: Engine, store: MemoryStore
 ) -> None:
-    inc = (await node.create_queue(Q)).incarnation
+    await node.create_queue(Q)
+    inc = (await node.read_manifest(Q)).incarnation
     await store.put_if_absent(keys.segment(Q, inc, 0), b"not an okuri segment")
     sent = await send_bodies(node, Q, b"after the junk")
     got = await receive_until(node, Q, 1, deadline_s=0.5)
@@ -1136,15 +1145,15 @@ async def test_a_queue_asked_for_again_soon_is_answered_from_the_cached_manifest
     counting = CountingStore(MemoryStore())
     a, b = make_node(on=counting), make_node(on=counting)
     await a.create_queue(Q)
-    await a.get_queue(Q)
+    await a.read_manifest(Q)
     before = counting.counts.snapshot()["get"]
     for _ in range(5):
-        await a.get_queue(Q, trust_cached_s=5.0)
+        await a.read_manifest(Q, trust_cached_s=5.0)
     assert counting.counts.snapshot()["get"] == before  # shown current a moment ago
-    await a.get_queue(Q)
+    await a.read_manifest(Q)
     assert counting.counts.snapshot()["get"] == before + 1  # no trust: read fresh
     await a.delete_queue(Q)
     with pytest.raises(QueueDoesNotExist):  # deleted through this node: forgotten at once
-        await a.get_queue(Q, trust_cached_s=5.0)
+        await a.read_manifest(Q, trust_cached_s=5.0)
     with pytest.raises(QueueDoesNotExist):
-        await b.get_queue(Q, trust_cached_s=5.0)  # never seen here: read
+        await b.read_manifest(Q, trust_cached_s=5.0)  # never seen here: read

@@ -57,13 +57,13 @@ async def test_a_follower_answers_deletes_from_its_log_and_the_leader_commits_th
     assert len(got) == 4
     [(key, (acks, closed))] = _logs(store).items()  # made beside the lease, before any delete
     assert acks == [] and not closed and key.startswith(keys.ack_logs_of_queue(Q))
-    st = await a.get_queue(Q)
+    st = await a.read_manifest(Q)
     assert len(st.logs) == 1  # the manifest lists what was leased under it
     assert await b.ack(Q, [d.receipt_handle for d in got]) == ["logged"] * 4
     assert b.stats["ack_log_acks"] == 4 and b.stats["ack_log_writes"] == 1
     # In the background the deletes reach the leader; the log, done with, goes.
     await _eventually(lambda: not store.objects.keys() & set(_logs(store)))
-    st = await a.get_queue(Q)
+    st = await a.read_manifest(Q)
     assert st.logs == {} and (await a.counts(Q)).in_flight == 0
     assert await a.receive(Q, 10, 30, 0) == []  # nothing comes back
 
@@ -88,7 +88,7 @@ async def test_a_committer_closes_a_log_and_applies_its_deletes_before_leasing_a
     assert a.stats["ack_logs_closed"] == 1
     [(acks, closed)] = _logs(store).values()
     assert closed and len(acks) == 2
-    assert (await a.get_queue(Q)).logs == {}
+    assert (await a.read_manifest(Q)).logs == {}
 
 
 async def test_a_delete_after_its_log_was_closed_commits_as_before(
@@ -114,7 +114,7 @@ async def test_the_sweep_deletes_logs_no_manifest_lists_and_keeps_open_ones(
     a, b, store = nodes
     await b.send(Q, [SendRequest(body=b"x"), SendRequest(body=b"y")])
     got = await b.receive(Q, 2, 30, 0, lease_ahead=False)
-    st = await a.get_queue(Q)
+    st = await a.read_manifest(Q)
     stray = keys.ack_log(Q, st.incarnation, "stray")  # a lease that never committed
     await store.put_if_absent(stray, b'{"acks": [], "closed": false}')
     await a.sweep(Q)

@@ -35,7 +35,7 @@ def test_short_polls_on_a_quiet_queue_cost_a_get_each_and_one_probe_a_second() -
     async def scenario() -> tuple[int, int]:
         a, b, counted = nodes(MemoryStore())
         await a.create_queue(Q)
-        await b.get_queue(Q)
+        await b.read_manifest(Q)
         loop = asyncio.get_running_loop()
         start = loop.time()
         before = counted.counts["get"]
@@ -61,7 +61,7 @@ def test_a_send_through_another_node_still_arrives_within_a_second_of_a_quiet_sp
     async def scenario() -> list[float]:
         a, b, _ = nodes(MemoryStore())
         await a.create_queue(Q)
-        await b.get_queue(Q)
+        await b.read_manifest(Q)
         loop = asyncio.get_running_loop()
         for _ in range(20):  # ten quiet seconds: the pace is at its slowest
             assert await b.receive(Q, 10, None, 0) == []

@@ -177,7 +177,7 @@ async def test_a_queue_that_expires_is_marked_for_every_nodes_sweeper(
     await a.create_queue("forever")
     assert await exists(store, keys.expiry_marker(Q))
     assert not await exists(store, keys.expiry_marker("forever"))
-    assert (await a.get_queue(Q)).attrs.expires_s == EXPIRES_S
+    assert (await a.read_manifest(Q)).attrs.expires_s == EXPIRES_S
 
 
 async def test_a_queue_leased_from_keeps_living(
@@ -189,7 +189,7 @@ async def test_a_queue_leased_from_keeps_living(
         jump(clocks, 20)
         assert await a.receive(Q, wait_s=0) == []
         assert await b.sweep_expired() == 0
-    assert (await b.get_queue(Q)).name == Q
+    assert (await b.read_manifest(Q)).name == Q
 
 
 async def test_an_abandoned_queue_is_deleted_by_a_sweeper_with_its_items(
@@ -204,7 +204,7 @@ async def test_an_abandoned_queue_is_deleted_by_a_sweeper_with_its_items(
     await b.close()  # waits for the sweep of its segments
     assert await all_keys(store) == []
     with pytest.raises(QueueDoesNotExist):
-        await a.get_queue(Q)
+        await a.read_manifest(Q)
 
 
 async def test_a_queue_past_its_expiry_is_deleted_when_read(
@@ -219,7 +219,7 @@ async def test_a_queue_past_its_expiry_is_deleted_when_read(
     assert not await exists(store, keys.manifest(Q))
     assert not await exists(store, keys.expiry_marker(Q))
     with pytest.raises(QueueDoesNotExist):
-        await a.get_queue(Q)
+        await a.read_manifest(Q)
     await b.close()
     assert await all_keys(store) == []
 
@@ -244,7 +244,7 @@ async def test_get_and_redeclare_count_as_use(
     for i in range(6):
         jump(clocks, 20)
         if i % 2:
-            await b.get_queue(Q)
+            await b.read_manifest(Q)
         else:
             await b.create_queue(Q, QueueAttrs(expires_s=EXPIRES_S))
     assert await a.sweep_expired() == 0
@@ -258,9 +258,10 @@ async def test_an_expired_queue_declared_again_is_a_new_empty_queue(
     a, _ = nodes
     await make_queue(a)
     await a.send(Q, [SendRequest(b"old")])
-    old = (await a.get_queue(Q)).incarnation
+    old = (await a.read_manifest(Q)).incarnation
     jump(clocks, EXPIRES_S + 1)
-    st = await a.create_queue(Q, QueueAttrs(expires_s=EXPIRES_S))
+    await a.create_queue(Q, QueueAttrs(expires_s=EXPIRES_S))
+    st = await a.read_manifest(Q)
     assert st.incarnation != old
     assert await a.receive(Q, wait_s=0) == []
 
@@ -283,7 +284,7 @@ async def test_a_use_racing_the_deletion_keeps_the_queue(
 
         hooked.before_cas = lease_on_a
         assert await b.sweep_expired() == 0
-        st = await b.get_queue(Q)
+        st = await b.read_manifest(Q)
         assert st.used_ms >= clocks[0].now_ms() - 1_000
     finally:
         await a.close()
@@ -304,7 +305,7 @@ async def test_a_tombstone_reads_as_missing_and_a_sweeper_clears_one_left_behind
         keys.manifest(Q), encode_state(tombstone(st, clocks[0].now_ms())), blob.etag
     )
     with pytest.raises(QueueDoesNotExist):
-        await b.get_queue(Q)
+        await b.read_manifest(Q)
     assert await a.sweep_expired() == 0  # young: its node may still be deleting it
     assert await exists(store, keys.manifest(Q))
     jump(clocks, 61)
@@ -361,7 +362,7 @@ async def test_clearing_expires_s_keeps_the_queue_forever(
     await a.update_attributes(Q, lambda attrs: QueueAttrs(**{**_fields(attrs), "expires_s": None}))
     jump(clocks, 10 * EXPIRES_S)
     assert await b.sweep_expired() == 0
-    assert (await b.get_queue(Q)).attrs.expires_s is None
+    assert (await b.read_manifest(Q)).attrs.expires_s is None
 
 
 def _fields(attrs: QueueAttrs) -> dict[str, object]:

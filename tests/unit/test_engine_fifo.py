@@ -150,7 +150,7 @@ async def test_deduplication_holds_across_nodes_and_a_crash(
     assert [d.message.body for d in got] == [b"once"]
     await c.ack(Q, [got[0].receipt_handle])
     # Finished, but kept in the bucket while its id can still be matched.
-    st = await c.cached_queue(Q)
+    st = await c.cached_manifest(Q)
     assert await store.list(keys.segments_of_queue(Q)) != []
     assert st.window and st.window_start() <= st.next_seq
 
@@ -183,7 +183,7 @@ async def test_a_new_deduplication_id_is_answered_before_its_slot_is_adopted(
         retry = asyncio.ensure_future(node.send_one(Q, req("again", dedup="m1")))
         await asyncio.sleep(0.1)
         assert not retry.done()
-        assert (await node.cached_queue(Q)).next_seq == 0  # nothing adopted meanwhile
+        assert (await node.cached_manifest(Q)).next_seq == 0  # nothing adopted meanwhile
         gated.gate.set()
         dup = await asyncio.wait_for(retry, 2)
         assert dup.duplicate and dup.message_id == sent[1].message_id
@@ -203,13 +203,13 @@ async def test_a_send_answered_before_adoption_is_adopted_in_the_background(
     """So it is counted, and a receive through another node finds it without reading the log."""
     a, b = make_node(), make_node()
     await a.create_queue(Q, FIFO)
-    await b.cached_queue(Q)
+    await b.cached_manifest(Q)
     await a.send_one(Q, req("m0"))
     for _ in range(100):
-        if (await a.cached_queue(Q)).next_seq == 1:
+        if (await a.cached_manifest(Q)).next_seq == 1:
             break
         await asyncio.sleep(0.01)
-    assert (await a.cached_queue(Q)).next_seq == 1
+    assert (await a.cached_manifest(Q)).next_seq == 1
     assert await bodies(b) == ["m0"]
 
 
@@ -254,7 +254,7 @@ async def test_a_deep_backlog_stays_in_its_segments_and_drains_in_order(
     for i in range(0, n, 10):  # a slot per send
         await node.send(Q, [req(f"m{i + k:04}", group=f"g{(i + k) % 3}") for k in range(10)])
     for _ in range(100):  # a send answers before its slot is adopted, in the background
-        st = await node.cached_queue(Q)
+        st = await node.cached_manifest(Q)
         if st.next_seq == n // 10:
             break
         await asyncio.sleep(0.01)
@@ -268,7 +268,7 @@ async def test_a_deep_backlog_stays_in_its_segments_and_drains_in_order(
         await node.ack(Q, [d.receipt_handle for d in got])
         if sum(map(len, seen.values())) == n:
             break
-        st = await node.cached_queue(Q)
+        st = await node.cached_manifest(Q)
         # The working set follows what consumers take (and lease ahead), not the backlog.
         taken = limits.adopt_margin_messages + 10 + limits.lease_ahead_messages_max
         assert len(st.segments) <= taken // 10 + 1

@@ -512,14 +512,14 @@ def test_concurrent_attribute_updates_through_two_nodes_never_undo_each_other() 
             )
 
         await asyncio.gather(*(add(a if i % 2 else b, f"k{i}") for i in range(20)))
-        st = await a.get_queue("q")
+        st = await a.read_manifest("q")
         assert set(st.attrs.extra) == {f"k{i}" for i in range(20)}
         assert st.modified_ms == st.created_ms  # no touch: LastModifiedTimestamp unchanged
         before = st.version
-        same = await a.update_attributes("q", lambda attrs: attrs)
-        assert same.version == before  # nothing to write
-        touched = await a.update_attributes("q", lambda attrs: attrs, touch=True)
-        assert touched.version == before + 1
+        await a.update_attributes("q", lambda attrs: attrs)
+        assert (await a.cached_manifest("q")).version == before  # nothing to write
+        await a.update_attributes("q", lambda attrs: attrs, touch=True)
+        assert (await a.cached_manifest("q")).version == before + 1
         with pytest.raises(QueueDoesNotExist):
             await a.update_attributes("gone", lambda attrs: attrs)
         await a.close()
@@ -589,7 +589,7 @@ def test_concurrent_updates_over_a_faulty_slow_store_all_land() -> None:
 
         await asyncio.gather(*(add(a if i % 2 else b, f"k{i}") for i in range(8)))
         faults.enabled = False
-        st = await b.get_queue("q")
+        st = await b.read_manifest("q")
         assert set(st.attrs.extra) == {f"k{i}" for i in range(8)}
         await a.close()
         await b.close()

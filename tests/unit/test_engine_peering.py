@@ -176,7 +176,7 @@ async def test_a_follower_commits_through_the_leader_and_sees_what_it_wrote(
     await a.create_queue(Q)
     await a.send(Q, [SendRequest(body=b"lead")])
     assert len(await a.receive(Q, 1, 30, 0)) == 1  # a commits, and so takes the lead
-    assert (await b.get_queue(Q)).lead is not None
+    assert (await b.read_manifest(Q)).lead is not None
     sent = await b.send(Q, [SendRequest(body=f"m{i}".encode()) for i in range(5)])
     got = await b.receive(Q, 10, 30, 0, lease_ahead=False)
     assert sorted(d.message.body for d in got) == [f"m{i}".encode() for i in range(5)]
@@ -205,7 +205,7 @@ async def test_a_follower_commits_by_itself_and_takes_the_lead_when_the_leader_i
     got = await b.receive(Q, 10, 30, 0, lease_ahead=False)
     assert [d.message.body for d in got] == [b"y"]
     assert b.stats["manifest_forward_failures"] == 1
-    st = await b.get_queue(Q)
+    st = await b.read_manifest(Q)
     assert st.lead is not None and st.lead[0] == "b"
     assert await b.ack(Q, [got[0].receipt_handle]) == ["acked"]
     committer = b.runtime(Q).manifest.committer  # b writes now: its window and gathering hold
@@ -230,7 +230,7 @@ async def test_two_nodes_that_take_each_other_for_the_leader_do_not_wait_on_each
     a, b, _ = pair
     await a.create_queue(Q)
     await a.send(Q, [SendRequest(body=b"x"), SendRequest(body=b"y")])
-    await b.get_queue(Q)
+    await b.read_manifest(Q)
     for node, other in ((a, "b"), (b, "a")):
         st = node.runtime(Q).state
         assert st is not None

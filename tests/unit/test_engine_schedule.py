@@ -87,7 +87,7 @@ async def test_an_item_an_hour_ahead_waits_outside_the_queue_and_arrives_when_du
     await a.create_queue(Q)
     at_ms = clock.now_ms() + HOUR_MS
     (mid,) = await send_at(a, at_ms, b"report")
-    assert (await a.get_queue(Q)).segments == {}
+    assert (await a.read_manifest(Q)).segments == {}
     assert len(await scheduled_keys(store)) == 1
     assert await b.receive(Q, 10) == []
     assert await move_in(b) == 0  # not due: its minute is more than 15 minutes away
@@ -179,7 +179,7 @@ async def test_a_week_of_scheduled_items_never_enters_the_manifest(
     await a.send(Q, [SendRequest(b"now%d" % i) for i in range(10)])
     got = await b.receive(Q, 10, wait_s=2)
     assert sorted(d.message.body for d in got) == sorted(b"now%d" % i for i in range(10))
-    st = await a.get_queue(Q)
+    st = await a.read_manifest(Q)
     assert sum(seg.count for seg in st.segments.values()) == 10
     assert await move_in(b) == 0  # one LIST page: the first key is not due, so it stops there
 

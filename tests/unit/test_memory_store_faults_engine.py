@@ -213,17 +213,17 @@ async def test_queue_admin_survives_a_flaky_store(seed: int) -> None:
     store = MemoryStore(rng=random.Random(rng.getrandbits(64)), faults=faults)
     a, b = node(store, rng), node(store, rng)
     try:
-        created = await a.create_queue(Q, QueueAttrs(visibility_timeout_s=7))
-        assert (await b.create_queue(Q, QueueAttrs(visibility_timeout_s=7))).incarnation == (
-            created.incarnation
-        )
-        assert (await b.get_queue(Q)).attrs.visibility_timeout_s == 7
+        await a.create_queue(Q, QueueAttrs(visibility_timeout_s=7))
+        created = await a.read_manifest(Q)
+        await b.create_queue(Q, QueueAttrs(visibility_timeout_s=7))
+        assert (await b.read_manifest(Q)).incarnation == created.incarnation
+        assert (await b.read_manifest(Q)).attrs.visibility_timeout_s == 7
         await a.create_queue("other")
         assert await b.list_queues() == ["other", Q]
         await b.delete_queue(Q)
         assert await a.list_queues() == ["other"]
         with pytest.raises(QueueDoesNotExist):
-            await a.get_queue(Q)
+            await a.read_manifest(Q)
     finally:
         faults.enabled = False
         await a.close()
@@ -250,7 +250,8 @@ async def test_a_409_on_a_segment_create_leaves_no_gap_in_the_slot_log() -> None
     rng = random.Random(7)
     producer, consumer = node(flaky, rng), node(store, rng)
     try:
-        inc = (await producer.create_queue(Q)).incarnation
+        await producer.create_queue(Q)
+        inc = (await producer.read_manifest(Q)).incarnation
         sent = await producer.send_one(Q, SendRequest(b"after a 409"))
         assert not flaky.armed
         assert keys.segment(Q, inc, 0) in store.objects, "the retried write skipped slot 0"

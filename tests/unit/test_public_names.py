@@ -84,7 +84,7 @@ PUBLIC: dict[str, list[str]] = {
         "PeerUnreachable",
         "QUEUE_NAME",
         "QueueAttrs",
-        "QueueState",
+        "QueueView",
         "Refused",
         "Routed",
         "SendRequest",
