@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster bench-celery record \
-	clients laravel compose-test containers proto
+	clients laravel compose-test compose-tools containers proto
 
 RUNTIME := $(VENV)/.runtime
 
@@ -48,10 +48,21 @@ lint: $(STAMP)
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
 # One pytest worker per core: most tests wait on real servers and clients, so two workers on two
-# cores took 837 s where one took 1,207 s (tests/README.md).
-test: lint clients compose-test
+# cores took 837 s where one took 1,207 s (tests/README.md). The compose stack (tests/compose:
+# image builds, about ten minutes on a fresh machine, then the stack booted) runs beside them,
+# its output in $(COMPOSE_LOG), summed up at the end; `make test` fails if either fails.
+COMPOSE_LOG := .compose-test.log
+
+test: lint clients compose-tools
+	@echo "make test: the compose stack (tests/compose) boots beside the other tests; its log: $(COMPOSE_LOG)"
+	@$(BIN)/python -m pytest tests/compose -p no:cacheprovider >$(COMPOSE_LOG) 2>&1 & stack=$$!; \
+	trap 'kill $$stack 2>/dev/null' INT TERM; \
 	$(BIN)/python -m pytest --cov=okuri --cov-report=term --cov-fail-under=90 -p no:cacheprovider \
-		--ignore=tests/compose --durations=25 -n auto
+		--ignore=tests/compose --durations=25 -n auto; tests=$$?; \
+	wait $$stack; compose=$$?; \
+	echo "--- tests/compose (the compose stack), run beside the tests above: exit $$compose"; \
+	if [ $$compose -eq 0 ]; then tail -n 1 $(COMPOSE_LOG); else tail -n 80 $(COMPOSE_LOG); fi; \
+	[ $$tests -eq 0 ] && [ $$compose -eq 0 ]
 
 # The everyday tier: lint and types, unit tests, the store contract (on a local directory and on a
 # real moto S3 server) and 100 simulation seeds; no okuri servers or SDK clients. The tests run
@@ -185,9 +196,12 @@ COMPOSE_PACKAGES := podman runc podman-compose debootstrap \
 COMPOSE_TOOLS := /usr/bin/podman /usr/sbin/runc /usr/bin/podman-compose /usr/sbin/debootstrap \
 	/usr/lib/cni/dnsname
 
-compose-test: $(STAMP)
-	@docker info >/dev/null 2>&1 || $(MAKE) --no-print-directory containers
+compose-test: compose-tools
 	$(BIN)/python -m pytest tests/compose -p no:cacheprovider
+
+# A Docker engine, or podman and the tools compose-test uses with it (installed when missing).
+compose-tools: $(STAMP)
+	@docker info >/dev/null 2>&1 || $(MAKE) --no-print-directory containers
 
 containers: $(COMPOSE_TOOLS)
 
