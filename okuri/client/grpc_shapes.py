@@ -36,40 +36,22 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from okuri.api.operations import SPECS
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.client.errors import BadRequestError, bad_answer
 from okuri.client.transport import Doc, Operation, Request
 
 SERVICE = pb.DESCRIPTOR.services_by_name["QueueService"]
 
-# operation -> RPC of okuri.api.v1.QueueService; a unit test holds it to the .proto.
-RPCS: Mapping[Operation, str] = {
-    "create_queue": "CreateQueue",
-    "get_queue": "GetQueue",
-    "update_queue": "UpdateQueue",
-    "list_queues": "ListQueues",
-    "delete_queue": "DeleteQueue",
-    "purge_queue": "PurgeQueue",
-    "produce": "Produce",
-    "lease": "Lease",
-    "complete": "Complete",
-    "retry": "Retry",
-    "extend": "Extend",
-    "redrive": "Redrive",
-    "create_exchange": "CreateExchange",
-    "get_exchange": "GetExchange",
-    "list_exchanges": "ListExchanges",
-    "delete_exchange": "DeleteExchange",
-    "bind": "BindQueue",
-    "unbind": "UnbindQueue",
-    "publish": "Publish",
-}
+# operation -> RPC of okuri.api.v1.QueueService, from the API's one table of operations.
+RPCS: Mapping[Operation, str] = {name: spec.rpc for name, spec in SPECS.items()}
+# Operations that name what they act on in their document, not their path.
 NAMED_IN_DOC: frozenset[Operation] = frozenset(
-    {"create_queue", "list_queues", "create_exchange", "list_exchanges"}
+    name for name, spec in SPECS.items() if spec.path_field is None
 )
 # Operations on an exchange: the name they act on is the field `exchange`.
 ON_EXCHANGE: frozenset[Operation] = frozenset(
-    {"get_exchange", "delete_exchange", "bind", "unbind", "publish"}
+    name for name, spec in SPECS.items() if spec.path_field and spec.path_field.name == "exchange"
 )
 ATTRIBUTES = tuple(f.name for f in pb.QueueAttributes.DESCRIPTOR.fields)
 FIFO_ATTRIBUTES = frozenset({"content_based_dedup"})  # absent from a standard queue's answer

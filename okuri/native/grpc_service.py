@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from okuri.api.operations import BY_RPC
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate
@@ -286,13 +286,9 @@ class QueueService:
         )
 
 
-# RPCs whose operation is not their name in snake case.
-_OPERATIONS = {"BindQueue": "bind", "UnbindQueue": "unbind"}
-
-
 def _operation(rpc: str) -> str:
     """The operation an RPC is, named as the HTTP route's (`CreateQueue`: `create_queue`)."""
-    return _OPERATIONS.get(rpc) or re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower()
+    return BY_RPC[rpc].name
 
 
 def _exchange(name: str) -> str:
