@@ -148,7 +148,7 @@ _ALL: tuple[Shape, ...] = (
                 absent="null",
             ),
         ),
-        "A queue's attributes; in a request only those given change.",
+        "A queue's attributes; in a request only those given change (null: reset).",
     ),
     Shape(
         "QueueStats",
@@ -201,7 +201,14 @@ _ALL: tuple[Shape, ...] = (
         (
             Field("payload", "payload", required=True),
             Field("headers", "headers", absent="empty"),
-            Field("dedup_id", "string"),
+            Field(
+                "dedup_id",
+                "string",
+                "A repeat within five minutes is answered with the first item's id and not "
+                "enqueued again: on a standard queue, on the same node; on a FIFO queue, on any "
+                "node and over SQS too (SQS's MessageDeduplicationId, of the same form as "
+                "`group`), and required unless the queue has content_based_dedup.",
+            ),
             Field("enqueue_at", "time", "Standard queues only: when the item becomes visible."),
             Field(
                 "group",
