@@ -35,7 +35,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from okuri.api.operations import BY_RPC, SPECS, OperationSpec
+from okuri.api.grpc_codec import message_class
+from okuri.api.operations import SPECS, OperationSpec
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate
@@ -130,14 +131,14 @@ class QueueService:
 
     def handler(self) -> grpc.GenericRpcHandler:
         """The service for a grpc server's `add_generic_rpc_handlers`."""
-        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-        for name, method in SERVICE.methods_by_name.items():
-            request = pb.DESCRIPTOR.message_types_by_name[method.input_type.name]
-            handlers[name] = grpc.unary_unary_rpc_method_handler(
-                self._behaviour(_operation(name), self.rpcs[name]),
-                request_deserializer=_reader(_message_class(request.name)),
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+            spec.rpc: grpc.unary_unary_rpc_method_handler(
+                self._behaviour(spec.name, self.rpcs[spec.rpc]),
+                request_deserializer=_reader(message_class(spec.request)),
                 response_serializer=_write,
             )
+            for spec in SPECS.values()
+        }
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
 
     def _behaviour(
@@ -175,17 +176,6 @@ class QueueService:
 
         rpc.__name__ = rpc.__qualname__ = spec.name
         return rpc
-
-
-def _operation(rpc: str) -> str:
-    """The operation an RPC is, named as the HTTP route's (`CreateQueue`: `create_queue`)."""
-    return BY_RPC[rpc].name
-
-
-def _message_class(name: str) -> type[Message]:
-    cls = getattr(pb, name)
-    assert isinstance(cls, type) and issubclass(cls, Message)
-    return cls
 
 
 def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
