@@ -119,6 +119,8 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
     """The query string's fields, typed as the operation's request shape says (text there), so
     the operation reads the document the gRPC surface hands it; unknown fields are left to it."""
     doc: codec.Obj = dict(query)
+    if not set(doc) <= set(types):
+        return doc  # the operation names the unknown field first
     for name, value in query.items():
         if types.get(name) == "integer":
             if not value.isdigit():
