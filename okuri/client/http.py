@@ -17,31 +17,14 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from okuri import __version__
+from okuri.api.operations import SPECS
 from okuri.client.errors import TransportError, bad_answer, from_answer
 from okuri.client.transport import Doc, Operation, Request
 
-# operation -> (method, path); `{queue}` is the queue's name, `{exchange}` the exchange's. The
-# server's table is okuri/native/routes.py; a unit test holds the two equal.
+# operation -> (method, path); `{queue}` is the queue's name, `{exchange}` the exchange's: the
+# API's one table (okuri/api/operations.py), which the server's routes read too.
 ROUTES: Mapping[Operation, tuple[str, str]] = {
-    "list_queues": ("GET", "/v1/queues"),
-    "create_queue": ("POST", "/v1/queues"),
-    "get_queue": ("GET", "/v1/queues/{queue}"),
-    "update_queue": ("PATCH", "/v1/queues/{queue}"),
-    "delete_queue": ("DELETE", "/v1/queues/{queue}"),
-    "purge_queue": ("POST", "/v1/queues/{queue}/purge"),
-    "produce": ("POST", "/v1/queues/{queue}/messages"),
-    "lease": ("POST", "/v1/queues/{queue}/lease"),
-    "complete": ("POST", "/v1/queues/{queue}/complete"),
-    "retry": ("POST", "/v1/queues/{queue}/retry"),
-    "extend": ("POST", "/v1/queues/{queue}/extend"),
-    "redrive": ("POST", "/v1/queues/{queue}/redrive"),
-    "list_exchanges": ("GET", "/v1/exchanges"),
-    "create_exchange": ("POST", "/v1/exchanges"),
-    "get_exchange": ("GET", "/v1/exchanges/{exchange}"),
-    "delete_exchange": ("DELETE", "/v1/exchanges/{exchange}"),
-    "bind": ("POST", "/v1/exchanges/{exchange}/bind"),
-    "unbind": ("POST", "/v1/exchanges/{exchange}/unbind"),
-    "publish": ("POST", "/v1/exchanges/{exchange}/messages"),
+    name: (spec.method, spec.path) for name, spec in SPECS.items()
 }
 USER_AGENT = f"okuri-client/{__version__}"
 TIMEOUT_S = 10.0

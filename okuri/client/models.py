@@ -2,7 +2,9 @@
 
 Each answer type has a `from_doc` that reads the server's JSON document strictly: a field
 missing or of the wrong type raises a `ServerError` (code `bad_answer`) rather than handing the
-caller a half-filled value.
+caller a half-filled value. What a document holds is the API's shape of the same name
+(okuri/api/shapes.py): `from_doc` reads its fields by it, so a model's attributes are the
+shape's fields (a `payload` is `body`), which tests/unit/test_api_agreement.py checks.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from okuri.api.shapes import SHAPES, Field
 from okuri.client.errors import bad_answer
 
 T = TypeVar("T")
@@ -46,16 +49,7 @@ class QueueAttributes:
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueAttributes:
-        d = _obj(doc, "attributes")
-        return cls(
-            lease_timeout_s=_get(d, "lease_timeout_s", int),
-            max_attempts=_opt(d, "max_attempts", int),
-            dead_letter_queue=_opt(d, "dead_letter_queue", str),
-            retention_s=_get(d, "retention_s", int),
-            delay_s=_get(d, "delay_s", int),
-            content_based_dedup=_opt(d, "content_based_dedup", bool),
-            expires_s=_opt(d, "expires_s", int),
-        )
+        return _read(cls, "QueueAttributes", doc, "attributes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +61,7 @@ class QueueStats:
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueueStats:
-        d = _obj(doc, "stats")
-        return cls(
-            _get(d, "visible", int),
-            _get(d, "leased", int),
-            _get(d, "delayed", int),
-            _opt(d, "dead_lettered", int) or 0,  # absent from older servers' answers
-        )
+        return _read(cls, "QueueStats", doc, "stats")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +74,7 @@ class Queue:
 
     @classmethod
     def from_doc(cls, doc: Any) -> Queue:
-        d = _obj(doc, "queue")
-        return cls(
-            name=_get(d, "name", str),
-            fifo=_get(d, "fifo", bool),
-            attributes=QueueAttributes.from_doc(d.get("attributes")),
-            stats=QueueStats.from_doc(d.get("stats")),
-            created_at=_time(d, "created_at"),
-        )
+        return _read(cls, "Queue", doc, "queue")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +86,7 @@ class QueuePage:
 
     @classmethod
     def from_doc(cls, doc: Any) -> QueuePage:
-        d = _obj(doc, "queue list")
-        names = _get(d, "queues", list)
-        if not all(isinstance(n, str) for n in names):
-            raise bad_answer("'queues' holds something other than names")
-        return cls(tuple(names), _opt(d, "next", str))
+        return _read(cls, "ListQueuesResponse", doc, "queue list")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,17 +108,7 @@ class Exchange:
 
     @classmethod
     def from_doc(cls, doc: Any) -> Exchange:
-        d = _obj(doc, "exchange")
-        bindings = []
-        for b in _get(d, "bindings", list):
-            b = _obj(b, "binding")
-            bindings.append(Binding(_get(b, "queue", str), _get(b, "routing_key", str)))
-        return cls(
-            name=_get(d, "name", str),
-            type=_get(d, "type", str),
-            bindings=tuple(bindings),
-            created_at=_time(d, "created_at"),
-        )
+        return _read(cls, "Exchange", doc, "exchange")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +120,7 @@ class ExchangePage:
 
     @classmethod
     def from_doc(cls, doc: Any) -> ExchangePage:
-        d = _obj(doc, "exchange list")
-        names = _get(d, "exchanges", list)
-        if not all(isinstance(n, str) for n in names):
-            raise bad_answer("'exchanges' holds something other than names")
-        return cls(tuple(names), _opt(d, "next", str))
+        return _read(cls, "ListExchangesResponse", doc, "exchange list")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,31 +147,70 @@ class LeasedItem:
 
     @classmethod
     def from_doc(cls, doc: Any) -> LeasedItem:
-        d = _obj(doc, "item")
-        if isinstance(d.get("body"), str):
-            body = d["body"].encode()
-        else:
-            try:
-                body = base64.b64decode(_get(d, "body_base64", str), validate=True)
-            except (binascii.Error, ValueError):
-                raise bad_answer("'body_base64' is not base64") from None
-        headers = _opt(d, "headers", dict) or {}
+        return _read(cls, "LeasedItem", doc, "item")
+
+
+# --- strict reading, by the API's shapes -------------------------------------------------------
+
+# The shapes read into a model of their own when another shape holds them.
+_NESTED: Mapping[str, type[Any]] = {
+    "QueueAttributes": QueueAttributes,
+    "QueueStats": QueueStats,
+    "Binding": Binding,
+}
+_KINDS: Mapping[str, type[Any]] = {"string": str, "integer": int, "boolean": bool}
+
+
+def _read(cls: type[T], shape: str, doc: Any, what: str) -> T:
+    """A `cls` from `doc`, read field by field as okuri/api/shapes.py describes `shape`: a
+    field missing or of the wrong type is a `bad_answer`, unless the answer may leave it out
+    (or an older server's did, where `cls` has a default for it)."""
+    d = _obj(doc, what)
+    defaults = {
+        a.name
+        for a in fields(cast(Any, cls))
+        if a.default is not MISSING or a.default_factory is not MISSING
+    }
+    values: dict[str, Any] = {}
+    for f in SHAPES[shape].fields:
+        name = "body" if f.type == "payload" else f.name
+        value = _value(f, d, name in defaults)
+        if value is not None or name not in defaults:
+            values[name] = value
+    return cls(**values)
+
+
+def _value(f: Field, d: dict[str, Any], has_default: bool) -> Any:
+    if f.type == "payload":
+        return _payload(d)
+    if f.type == "headers":
+        headers = _opt(d, f.name, dict) or {}
         if not all(isinstance(v, str) for v in headers.values()):
             raise bad_answer("a header is not a string")
-        return cls(
-            id=_get(d, "id", str),
-            handle=_get(d, "handle", str),
-            attempts=_get(d, "attempts", int),
-            lease_deadline=_time(d, "lease_deadline"),
-            enqueued_at=_time(d, "enqueued_at"),
-            body=body,
-            headers=headers,
-            group=_opt(d, "group", str),
-            sequence_number=_opt(d, "sequence_number", str),
-        )
+        return headers
+    if f.type == "time":
+        return _time(d, f.name)
+    if f.repeated:
+        entries = _get(d, f.name, list)
+        if f.type in _NESTED:
+            return tuple(_read(_NESTED[f.type], f.type, e, f.name) for e in entries)
+        if not all(isinstance(e, _KINDS[f.type]) for e in entries):
+            raise bad_answer(f"{f.name!r} holds something other than {f.type}s")
+        return tuple(entries)
+    if f.type in _NESTED:
+        return _read(_NESTED[f.type], f.type, d.get(f.name), f.name)
+    if f.nullable or f.absent != "never" or has_default:
+        return _opt(d, f.name, _KINDS[f.type])
+    return _get(d, f.name, _KINDS[f.type])
 
 
-# --- strict reading --------------------------------------------------------------------------
+def _payload(d: dict[str, Any]) -> bytes:
+    if isinstance(d.get("body"), str):
+        return str(d["body"]).encode()
+    try:
+        return base64.b64decode(_get(d, "body_base64", str), validate=True)
+    except (binascii.Error, ValueError):
+        raise bad_answer("'body_base64' is not base64") from None
 
 
 def _obj(doc: Any, what: str) -> dict[str, Any]:

@@ -5,7 +5,8 @@ on, the request document) and gets the answer document back; a transport decides
 travels. The HTTP/JSON transports (okuri/client/http.py) map an operation to a method and a
 path; the gRPC transports (okuri/client/grpc.py) map it to an RPC and its messages to the same
 documents. The clients pick one by the URL's scheme (`is_grpc_url`), or take any through
-`Client(transport=...)` without changing.
+`Client(transport=...)` without changing. The operations, their routes and RPCs are the API's
+one table, okuri/api/operations.py.
 
 A transport raises `okuri.client.errors` only: the server's error answers through
 `errors.from_answer`, and its own failures (no connection, a timeout) as `TransportError`.
@@ -15,32 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-# The native API's operations, named as the server's key roles and OpenAPI operationIds name them.
-Operation = Literal[
-    "create_queue",
-    "get_queue",
-    "list_queues",
-    "update_queue",
-    "delete_queue",
-    "purge_queue",
-    "produce",
-    "lease",
-    "complete",
-    "retry",
-    "extend",
-    "redrive",
-    "create_exchange",
-    "get_exchange",
-    "list_exchanges",
-    "delete_exchange",
-    "bind",
-    "unbind",
-    "publish",
-]
-OPERATIONS: tuple[Operation, ...] = get_args(Operation)
+from okuri.api.operations import OPERATIONS as OPERATIONS
+from okuri.api.operations import Operation as Operation
 
 Doc = dict[str, Any]
 GRPC_SCHEMES = ("grpc", "grpcs")

@@ -31,7 +31,7 @@ from okuri.native.access import Access
 from okuri.native.errors import bad_request
 from okuri.native.items import read_item
 from okuri.native.messages import produced, refuse_oversize, sends_for
-from okuri.native.queues import query_int, queue_name
+from okuri.native.queues import list_limit, queue_name
 
 
 def exchange_name(name: object, field: str = "name") -> str:
@@ -90,7 +90,7 @@ class Exchanges:
         codec.fields(query, ("prefix", "limit", "after"), "query")
         prefix = codec.text(query, "prefix", most=limits.exchange_name_chars_max) or ""
         after = codec.text(query, "after", most=limits.exchange_name_chars_max) or ""
-        limit = query_int(query, "limit", limits.native_list_max)
+        limit = list_limit(query)
         access.require("list_exchanges", prefix, "Exchange")
         prefix = access.namespace_prefix(prefix)
         names = await self.engine.exchanges.names(prefix, limit + 1, after)

@@ -1,10 +1,11 @@
 """`okuri.api.v1.QueueService`: the native operations over gRPC.
 
-Each RPC reads its bearer key from the `authorization` metadata, turns the request into the
-JSON document its HTTP twin sends (`grpc_shapes`), runs the same `Queues`/`Messages`
-operation, and turns the answer back. A refusal is the HTTP answer's `NativeError`, mapped here
-to a gRPC status with the same message and the error's code in the trailing metadata
-`okuri-error-code`; nothing a client sends produces a traceback.
+Each RPC reads its bearer key from the `authorization` metadata, reads the request into the
+document its HTTP twin parses to (`grpc_shapes`, through the API's one converter), runs the
+same operation (okuri/native/operations.py), and writes the answer back. The RPCs are the API's
+table of operations (okuri/api/operations.py), one generic handler each. A refusal is the HTTP
+answer's `NativeError`, mapped here to a gRPC status with the same message and the error's code
+in the trailing metadata `okuri-error-code`; nothing a client sends produces a traceback.
 
 The status table, and why:
 - 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND;
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +35,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from okuri.api.grpc_codec import message_class
+from okuri.api.operations import SPECS, OperationSpec
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate
@@ -42,9 +44,7 @@ from okuri.errors import OkuriError
 from okuri.native import bearer, grpc_shapes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
-from okuri.native.exchanges import Exchanges, exchange_name
-from okuri.native.messages import Messages
-from okuri.native.queues import Queues, queue_name
+from okuri.native.operations import Operations
 from okuri.native.stats import RequestStats
 
 log = logging.getLogger("okuri.native")
@@ -90,7 +90,7 @@ class Garbled:
     message: str
 
 
-Rpc = Callable[[Access, Any], Awaitable[Message]]
+Rpc = Callable[[Access, Message], Awaitable[Message]]
 
 
 def _reader(cls: type[Message]) -> Callable[[bytes], Message | Garbled]:
@@ -120,47 +120,25 @@ class QueueService:
         """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off.
         `gate` admits each call, and each lease that may wait (None: no bounds). `stats`
         counts each call as the HTTP surface counts its requests, as transport "grpc"."""
-        self.queues = Queues(engine)
-        self.messages = Messages(engine, clock, gate)
-        self.exchanges = Exchanges(engine, clock)
+        self.operations = Operations(engine, clock, gate)
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
-        self.rpcs: Mapping[str, Rpc] = {
-            "CreateQueue": self.create_queue,
-            "GetQueue": self.get_queue,
-            "UpdateQueue": self.update_queue,
-            "ListQueues": self.list_queues,
-            "DeleteQueue": self.delete_queue,
-            "PurgeQueue": self.purge_queue,
-            "Produce": self.produce,
-            "Lease": self.lease,
-            "Complete": self.complete,
-            "Retry": self.retry,
-            "Extend": self.extend,
-            "Redrive": self.redrive,
-            "CreateExchange": self.create_exchange,
-            "GetExchange": self.get_exchange,
-            "ListExchanges": self.list_exchanges,
-            "DeleteExchange": self.delete_exchange,
-            "BindQueue": self.bind,
-            "UnbindQueue": self.unbind,
-            "Publish": self.publish,
-        }
+        self.rpcs: Mapping[str, Rpc] = {spec.rpc: self._rpc(spec) for spec in SPECS.values()}
         missing = set(SERVICE.methods_by_name) ^ set(self.rpcs)
         if missing:
             raise RuntimeError(f"QueueService RPCs without an implementation: {sorted(missing)}")
 
     def handler(self) -> grpc.GenericRpcHandler:
         """The service for a grpc server's `add_generic_rpc_handlers`."""
-        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-        for name, method in SERVICE.methods_by_name.items():
-            request = pb.DESCRIPTOR.message_types_by_name[method.input_type.name]
-            handlers[name] = grpc.unary_unary_rpc_method_handler(
-                self._behaviour(_operation(name), self.rpcs[name]),
-                request_deserializer=_reader(_message_class(request.name)),
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+            spec.rpc: grpc.unary_unary_rpc_method_handler(
+                self._behaviour(spec.name, self.rpcs[spec.rpc]),
+                request_deserializer=_reader(message_class(spec.request)),
                 response_serializer=_write,
             )
+            for spec in SPECS.values()
+        }
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
 
     def _behaviour(
@@ -185,128 +163,19 @@ class QueueService:
 
         return behaviour
 
-    # --- the operations ----------------------------------------------------------------------
+    def _rpc(self, spec: OperationSpec) -> Rpc:
+        """The RPC of `spec`'s operation: the request message read as the document HTTP
+        would carry after parsing, the operation run, its answer written as the response."""
+        path = spec.path_field
 
-    async def create_queue(self, access: Access, req: pb.CreateQueueRequest) -> pb.Queue:
-        return grpc_shapes.queue(await self.queues.create(access, grpc_shapes.create_doc(req)))
+        async def rpc(access: Access, request: Message) -> Message:
+            name = self.operations.target(spec.name, getattr(request, path.name) if path else "")
+            doc = grpc_shapes.request_doc(request)
+            answer = await self.operations.run(spec.name, access, name, doc)
+            return grpc_shapes.answer(spec.answer, answer)
 
-    async def get_queue(self, access: Access, req: pb.GetQueueRequest) -> pb.Queue:
-        return grpc_shapes.queue(await self.queues.get(access, _queue(req.queue), {}))
-
-    async def update_queue(self, access: Access, req: pb.UpdateQueueRequest) -> pb.Queue:
-        name = _queue(req.queue)
-        return grpc_shapes.queue(
-            await self.queues.update(access, name, grpc_shapes.update_doc(req))
-        )
-
-    async def list_queues(
-        self, access: Access, req: pb.ListQueuesRequest
-    ) -> pb.ListQueuesResponse:
-        return grpc_shapes.queues(await self.queues.list(access, grpc_shapes.list_query(req)))
-
-    async def delete_queue(
-        self, access: Access, req: pb.DeleteQueueRequest
-    ) -> pb.DeleteQueueResponse:
-        await self.queues.delete(access, _queue(req.queue), {})
-        return pb.DeleteQueueResponse()
-
-    async def purge_queue(
-        self, access: Access, req: pb.PurgeQueueRequest
-    ) -> pb.PurgeQueueResponse:
-        await self.queues.purge(access, _queue(req.queue), {})
-        return pb.PurgeQueueResponse()
-
-    async def produce(self, access: Access, req: pb.ProduceRequest) -> pb.ProduceResponse:
-        name = _queue(req.queue)
-        return grpc_shapes.produced(
-            await self.messages.produce(access, name, grpc_shapes.produce_doc(req))
-        )
-
-    async def lease(self, access: Access, req: pb.LeaseRequest) -> pb.LeaseResponse:
-        name = _queue(req.queue)
-        return grpc_shapes.leased(
-            await self.messages.lease(access, name, grpc_shapes.lease_doc(req))
-        )
-
-    async def complete(self, access: Access, req: pb.CompleteRequest) -> pb.CompleteResponse:
-        doc = {"handles": list(req.handles)}
-        answer = await self.messages.complete(access, _queue(req.queue), doc)
-        return pb.CompleteResponse(results=answer["results"])
-
-    async def retry(self, access: Access, req: pb.RetryRequest) -> pb.RetryResponse:
-        name = _queue(req.queue)
-        answer = await self.messages.retry(access, name, grpc_shapes.retry_doc(req))
-        return pb.RetryResponse(results=answer["results"])
-
-    async def extend(self, access: Access, req: pb.ExtendRequest) -> pb.ExtendResponse:
-        name = _queue(req.queue)
-        answer = await self.messages.extend(access, name, grpc_shapes.extend_doc(req))
-        return pb.ExtendResponse(results=answer["results"])
-
-    async def redrive(self, access: Access, req: pb.RedriveRequest) -> pb.RedriveResponse:
-        name = _queue(req.queue)
-        answer = await self.messages.redrive(access, name, grpc_shapes.redrive_doc(req))
-        return pb.RedriveResponse(moved=answer["moved"])
-
-    # --- exchanges ---------------------------------------------------------------------------
-
-    async def create_exchange(self, access: Access, req: pb.CreateExchangeRequest) -> pb.Exchange:
-        doc = {"name": req.name, "type": req.type or None}
-        return grpc_shapes.exchange(await self.exchanges.create(access, doc))
-
-    async def get_exchange(self, access: Access, req: pb.GetExchangeRequest) -> pb.Exchange:
-        return grpc_shapes.exchange(await self.exchanges.get(access, _exchange(req.exchange), {}))
-
-    async def list_exchanges(
-        self, access: Access, req: pb.ListExchangesRequest
-    ) -> pb.ListExchangesResponse:
-        query = grpc_shapes.exchange_list_query(req)
-        return grpc_shapes.exchanges(await self.exchanges.list(access, query))
-
-    async def delete_exchange(
-        self, access: Access, req: pb.DeleteExchangeRequest
-    ) -> pb.DeleteExchangeResponse:
-        await self.exchanges.delete(access, _exchange(req.exchange), {})
-        return pb.DeleteExchangeResponse()
-
-    async def bind(self, access: Access, req: pb.BindingRequest) -> pb.Exchange:
-        doc = {"queue": req.queue or None, "routing_key": req.routing_key}
-        return grpc_shapes.exchange(await self.exchanges.bind(access, _exchange(req.exchange), doc))
-
-    async def unbind(self, access: Access, req: pb.BindingRequest) -> pb.Exchange:
-        doc = {"queue": req.queue or None, "routing_key": req.routing_key}
-        return grpc_shapes.exchange(
-            await self.exchanges.unbind(access, _exchange(req.exchange), doc)
-        )
-
-    async def publish(self, access: Access, req: pb.PublishRequest) -> pb.PublishResponse:
-        name = _exchange(req.exchange)
-        return grpc_shapes.published(
-            await self.exchanges.publish(access, name, grpc_shapes.publish_doc(req))
-        )
-
-
-# RPCs whose operation is not their name in snake case.
-_OPERATIONS = {"BindQueue": "bind", "UnbindQueue": "unbind"}
-
-
-def _operation(rpc: str) -> str:
-    """The operation an RPC is, named as the HTTP route's (`CreateQueue`: `create_queue`)."""
-    return _OPERATIONS.get(rpc) or re.sub(r"(?<!^)([A-Z])", r"_\1", rpc).lower()
-
-
-def _exchange(name: str) -> str:
-    return exchange_name(name, "exchange")
-
-
-def _queue(name: str) -> str:
-    return queue_name(name, "queue")
-
-
-def _message_class(name: str) -> type[Message]:
-    cls = getattr(pb, name)
-    assert isinstance(cls, type) and issubclass(cls, Message)
-    return cls
+        rpc.__name__ = rpc.__qualname__ = spec.name
+        return rpc
 
 
 def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:

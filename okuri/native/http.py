@@ -12,21 +12,20 @@ produce a traceback. Each request is counted by operation and outcome for /metri
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
 from okuri import limits
+from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate, Ticket
 from okuri.errors import OkuriError
 from okuri.native import bearer, codec, openapi, routes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
-from okuri.native.exchanges import Exchanges, exchange_name
-from okuri.native.messages import Messages
-from okuri.native.queues import Queues, queue_name
+from okuri.native.operations import Operations
 from okuri.native.routes import Route
 from okuri.native.stats import UNKNOWN, RequestStats
 
@@ -34,8 +33,6 @@ log = logging.getLogger("okuri.native")
 
 PREFIX = "/v1/"
 JSON = "application/json"
-
-QueueOp = Callable[[Access, str, codec.Obj], Awaitable[dict[str, Any]]]
 
 
 class NativeHttp:
@@ -52,31 +49,10 @@ class NativeHttp:
         request, and each lease that may wait (None: no bounds); past the node's bounds the
         answer is 429 `overloaded` with Retry-After. `stats` counts each request's operation
         and outcome (a new one when absent; another transport of the API may share it)."""
-        self.queues = Queues(engine)
-        self.messages = Messages(engine, clock, gate)
-        self.exchanges = Exchanges(engine, clock)
+        self.operations = Operations(engine, clock, gate)
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
-        self._on_queue: dict[Route, QueueOp] = {
-            "get_queue": self.queues.get,
-            "update_queue": self.queues.update,
-            "delete_queue": self.queues.delete,
-            "purge_queue": self.queues.purge,
-            "produce": self.messages.produce,
-            "lease": self.messages.lease,
-            "complete": self.messages.complete,
-            "retry": self.messages.retry,
-            "extend": self.messages.extend,
-            "redrive": self.messages.redrive,
-        }
-        self._on_exchange: dict[Route, QueueOp] = {
-            "get_exchange": self.exchanges.get,
-            "delete_exchange": self.exchanges.delete,
-            "bind": self.exchanges.bind,
-            "unbind": self.exchanges.unbind,
-            "publish": self.exchanges.publish,
-        }
 
     async def handle(self, request: web.Request) -> web.Response:
         operation: str = UNKNOWN
@@ -108,23 +84,16 @@ class NativeHttp:
             if ticket is not None:
                 ticket.release()
 
-    async def _run(self, route: Route, queue: str, request: web.Request) -> dict[str, Any]:
+    async def _run(self, route: Route, name: str, request: web.Request) -> dict[str, Any]:
         if route == "openapi":  # no key needed: it describes the API and holds no secret
             return openapi.DOCUMENT
         access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
-        if route == "list_queues":
-            return await self.queues.list(access, dict(request.query))
-        if route == "create_queue":
-            return await self.queues.create(access, await _body(request))
-        if route == "list_exchanges":
-            return await self.exchanges.list(access, dict(request.query))
-        if route == "create_exchange":
-            return await self.exchanges.create(access, await _body(request))
-        if route in self._on_exchange:
-            operation = self._on_exchange[route]
-            return await operation(access, exchange_name(queue, "exchange"), await _body(request))
-        operation = self._on_queue[route]
-        return await operation(access, queue_name(queue, "queue"), await _body(request))
+        target = self.operations.target(route, name)
+        if _QUERIES[route]:
+            doc = _query(_QUERIES[route], request.query)
+        else:
+            doc = await _body(request)
+        return await self.operations.run(route, access, target, doc)
 
 
 def _route(request: web.Request) -> tuple[Route, str]:
@@ -137,6 +106,27 @@ def _route(request: web.Request) -> tuple[Route, str]:
     if method not in allowed:
         raise NativeError(405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}.")
     return allowed[method], name
+
+
+# operation -> its query fields' types (none: it reads a JSON body).
+_QUERIES: Mapping[Operation, Mapping[str, str]] = {
+    name: {f.name: f.type for f in spec.request_shape.fields if f.location == "query"}
+    for name, spec in SPECS.items()
+}
+
+
+def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
+    """The query string's fields, typed as the operation's request shape says (text there), so
+    the operation reads the document the gRPC surface hands it; unknown fields are left to it."""
+    doc: codec.Obj = dict(query)
+    if not set(doc) <= set(types):
+        return doc  # the operation names the unknown field first
+    for name, value in query.items():
+        if types.get(name) == "integer":
+            if not value.isdigit():
+                raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
+            doc[name] = int(value)
+    return doc
 
 
 async def _body(request: web.Request) -> codec.Obj:

@@ -1,8 +1,10 @@
 """The native HTTP API described as an OpenAPI 3.1 document, served at GET /v1/openapi.json.
 
-Built here from okuri's own tables rather than kept as a JSON file beside them: the paths come
-from the route table (okuri/native/routes.py), the schemas from okuri/native/openapi_schemas.py
-(bounds from okuri.limits), so the document cannot drift from what the server checks. Each
+Built here from okuri's own tables rather than kept as a JSON file beside them: the paths,
+summaries and query parameters from the API's one table of operations (okuri/api/operations.py,
+through the route table okuri/native/routes.py), the schemas from its shapes
+(okuri/native/openapi_schemas.py, bounds from okuri.limits), so the document cannot drift from
+what the server checks. What is only the document's is here: error statuses and examples. Each
 request body carries examples that the tests send to a real server; each answer's schema is
 checked against real answers (tests/surface/test_native_openapi.py).
 """
@@ -11,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from okuri import __version__, limits
-from okuri.native.openapi_schemas import SCHEMAS, Schema, integer, ref
+from okuri import __version__
+from okuri.api.operations import SPECS, Operation, OperationSpec
+from okuri.native.openapi_schemas import ANSWERS, REQUESTS, SCHEMAS, Schema, field_schema, ref
 from okuri.native.routes import EXCHANGE, QUEUE, ROUTES, Route
 
 _EXAMPLE_HANDLE = "okr1ZXhhbXBsZQ"  # shaped like a lease handle; names none: "invalid"
@@ -67,13 +70,10 @@ def _error_response(status: str) -> Schema:
 
 # --- operations ------------------------------------------------------------------------------
 
-# route -> (summary, request schema or None, answer schema, extra error statuses, examples)
-_OPS: dict[Route, tuple[str, str | None, str, tuple[str, ...], dict[str, Any]]] = {
-    "list_queues": ("List queues, a page at a time.", None, "QueueList", (), {}),
+# operation -> (extra error statuses, request examples); the rest is the operation's spec.
+_OPS: dict[Operation, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "list_queues": ((), {}),
     "create_queue": (
-        "Create a queue (again with the same attributes: the same answer).",
-        "CreateQueue",
-        "Queue",
         ("409",),
         {
             "dead_letter_queue": {"name": "emails-dlq"},
@@ -87,20 +87,11 @@ _OPS: dict[Route, tuple[str, str | None, str, tuple[str, ...], dict[str, Any]]] 
             },
         },
     ),
-    "get_queue": ("A queue's attributes and live counts.", None, "Queue", ("404",), {}),
-    "update_queue": (
-        "Change some of a queue's attributes.",
-        "UpdateQueue",
-        "Queue",
-        ("404",),
-        {"longer_leases": {"attributes": {"lease_timeout_s": 120}}},
-    ),
-    "delete_queue": ("Delete a queue and its items.", None, "Empty", ("404",), {}),
-    "purge_queue": ("Delete every item of a queue.", None, "Empty", ("404",), {}),
+    "get_queue": (("404",), {}),
+    "update_queue": (("404",), {"longer_leases": {"attributes": {"lease_timeout_s": 120}}}),
+    "delete_queue": (("404",), {}),
+    "purge_queue": (("404",), {}),
     "produce": (
-        "Enqueue items.",
-        "Produce",
-        "Produced",
         ("404", "413"),
         {
             "text_and_bytes": {
@@ -111,24 +102,9 @@ _OPS: dict[Route, tuple[str, str | None, str, tuple[str, ...], dict[str, Any]]] 
             }
         },
     ),
-    "lease": (
-        "Lease items, waiting for the first up to request_timeout_s.",
-        "Lease",
-        "Leased",
-        ("404",),
-        {"long_poll": {"max_items": 10, "lease_s": 30, "request_timeout_s": 1}},
-    ),
-    "complete": (
-        "Finish leased items.",
-        "Handles",
-        "Completed",
-        ("404",),
-        {"one": {"handles": [_EXAMPLE_HANDLE]}},
-    ),
+    "lease": (("404",), {"long_poll": {"max_items": 10, "lease_s": 30, "request_timeout_s": 1}}),
+    "complete": (("404",), {"one": {"handles": [_EXAMPLE_HANDLE]}}),
     "retry": (
-        "Make leased items visible again now or at a time, or send them to the dead-letter queue.",
-        "Retry",
-        "Retried",
         ("404",),
         {
             "now": {"items": [{"handle": _EXAMPLE_HANDLE}]},
@@ -138,101 +114,48 @@ _OPS: dict[Route, tuple[str, str | None, str, tuple[str, ...], dict[str, Any]]] 
             "dead": {"items": [{"handle": _EXAMPLE_HANDLE, "dead": True}]},
         },
     ),
-    "extend": (
-        "Lengthen leases.",
-        "Extend",
-        "Extended",
-        ("404",),
-        {"one": {"handles": [_EXAMPLE_HANDLE], "lease_s": 60}},
-    ),
-    "redrive": (
-        "Move a dead-letter queue's items back to `target`, else each to the queue it came from.",
-        "Redrive",
-        "Redriven",
-        ("404",),
-        {"back": {"target": "emails"}},
-    ),
-    "list_exchanges": ("List exchanges, a page at a time.", None, "ExchangeList", (), {}),
-    "create_exchange": (
-        "Declare an exchange (again with the same type: the same answer).",
-        "CreateExchange",
-        "Exchange",
-        ("409",),
-        {"topic": {"name": "events", "type": "topic"}},
-    ),
-    "get_exchange": ("An exchange and its bindings.", None, "Exchange", ("404",), {}),
-    "delete_exchange": ("Delete an exchange (its queues stay).", None, "Empty", ("404",), {}),
-    "bind": (
-        "Bind a queue to the exchange under a routing key (again: no change).",
-        "Binding",
-        "Exchange",
-        ("404",),
-        {"all_email_events": {"queue": "emails", "routing_key": "email.#"}},
-    ),
-    "unbind": (
-        "Remove a binding (one that is not there: no change).",
-        "Binding",
-        "Exchange",
-        ("404",),
-        {"all_email_events": {"queue": "emails", "routing_key": "email.#"}},
-    ),
+    "extend": (("404",), {"one": {"handles": [_EXAMPLE_HANDLE], "lease_s": 60}}),
+    "redrive": (("404",), {"back": {"target": "emails"}}),
+    "list_exchanges": ((), {}),
+    "create_exchange": (("409",), {"topic": {"name": "events", "type": "topic"}}),
+    "get_exchange": (("404",), {}),
+    "delete_exchange": (("404",), {}),
+    "bind": (("404",), {"all_email_events": {"queue": "emails", "routing_key": "email.#"}}),
+    "unbind": (("404",), {"all_email_events": {"queue": "emails", "routing_key": "email.#"}}),
     "publish": (
-        "Produce items to every queue the routing key reaches, each queue once.",
-        "Publish",
-        "Published",
         ("404", "413"),
         {"sent": {"routing_key": "email.sent", "items": [{"body": "hello"}]}},
     ),
 }
 
 # The queue each operation's examples name (a redrive starts from the dead-letter queue).
-EXAMPLE_QUEUE: dict[Route, str] = {route: "emails" for route in _OPS} | {"redrive": "emails-dlq"}
+EXAMPLE_QUEUE: dict[Route, str] = {route: "emails" for route in SPECS}
+EXAMPLE_QUEUE["redrive"] = "emails-dlq"
 # The exchange each exchange operation's examples name.
 EXAMPLE_EXCHANGE = "events"
 
-_LIST_QUERY = [
-    {
-        "name": "prefix",
-        "in": "query",
-        "schema": {"type": "string", "maxLength": limits.queue_name_chars_max},
-        "description": "Only queues whose names start with this.",
-        "example": "email",
-    },
-    {
-        "name": "limit",
-        "in": "query",
-        "schema": integer(1, limits.native_list_max, "Queues per page.", limits.native_list_max),
-        "example": 100,
-    },
-    {
-        "name": "after",
-        "in": "query",
-        "schema": {"type": "string", "maxLength": limits.queue_name_chars_max},
-        "description": "The previous page's `next`.",
-    },
-]
+_EXAMPLES_QUERY: dict[Operation, dict[str, Any]] = {
+    "list_queues": {"prefix": "email", "limit": 100},
+    "list_exchanges": {"prefix": "ev", "limit": 100},
+}
 
-_EXCHANGE_LIST_QUERY = [
-    {
-        "name": "prefix",
-        "in": "query",
-        "schema": {"type": "string", "maxLength": limits.exchange_name_chars_max},
-        "description": "Only exchanges whose names start with this.",
-        "example": "ev",
-    },
-    {
-        "name": "limit",
-        "in": "query",
-        "schema": integer(1, limits.native_list_max, "Exchanges per page.", limits.native_list_max),
-        "example": 100,
-    },
-    {
-        "name": "after",
-        "in": "query",
-        "schema": {"type": "string", "maxLength": limits.exchange_name_chars_max},
-        "description": "The previous page's `next`.",
-    },
-]
+
+def _query(spec: OperationSpec) -> list[Schema]:
+    """The operation's query parameters, from its request shape."""
+    shape = spec.request_shape
+    params = []
+    for f in shape.fields:
+        if f.location != "query":
+            continue
+        schema = field_schema(shape, f, "request")
+        param: Schema = {"name": f.name, "in": "query", "schema": schema}
+        if "description" in schema and f.type == "string":  # words beside a text, as before
+            param["description"] = schema.pop("description")
+        example = _EXAMPLES_QUERY.get(spec.name, {}).get(f.name)
+        if example is not None:
+            param["example"] = example
+        params.append(param)
+    return params
 
 
 def _operation(route: Route, path: str) -> Schema:
@@ -248,8 +171,11 @@ def _operation(route: Route, path: str) -> Schema:
                 }
             },
         }
-    summary, request, answer, errors, examples = _OPS[route]
-    op: Schema = {"operationId": route, "summary": summary}
+    spec = SPECS[route]
+    errors, examples = _OPS[route]
+    request = REQUESTS.get(spec.request)
+    answer = ANSWERS[spec.answer]
+    op: Schema = {"operationId": route, "summary": spec.summary}
     if path.startswith(QUEUE):
         op["parameters"] = [
             {
@@ -270,10 +196,8 @@ def _operation(route: Route, path: str) -> Schema:
                 "example": EXAMPLE_EXCHANGE,
             }
         ]
-    elif route == "list_queues":
-        op["parameters"] = _LIST_QUERY
-    elif route == "list_exchanges":
-        op["parameters"] = _EXCHANGE_LIST_QUERY
+    elif _query(spec):
+        op["parameters"] = _query(spec)
     if request is not None:
         content: Schema = {"schema": ref(request)}
         if examples:

@@ -24,7 +24,7 @@ from okuri.engine import (
 from okuri.errors import InvalidArgument, QueueDoesNotExist
 from okuri.native import codec
 from okuri.native.access import Access
-from okuri.native.errors import NativeError, bad_request
+from okuri.native.errors import bad_request
 
 ATTRIBUTES = (
     "lease_timeout_s",
@@ -175,10 +175,11 @@ class Queues:
         return await self.describe(name, st)
 
     async def list(self, access: Access, query: codec.Obj) -> dict[str, Any]:
+        """A page of names; `query` holds typed values (a number for `limit`)."""
         codec.fields(query, ("prefix", "limit", "after"), "query")
         prefix = codec.text(query, "prefix", most=limits.queue_name_chars_max) or ""
         after = codec.text(query, "after", most=limits.queue_name_chars_max) or ""
-        limit = query_int(query, "limit", limits.native_list_max)
+        limit = list_limit(query)
         prefix = access.list_prefix(prefix)
         names = await self.engine.list_queues(prefix, limit + 1, after)
         page = names[:limit]
@@ -197,11 +198,7 @@ class Queues:
         return {}
 
 
-def query_int(query: codec.Obj, name: str, high: int) -> int:
-    """A whole number from the query string (text there), 1 to `high`; `high` when absent."""
-    raw = query.get(name)
-    if raw is None:
-        return high
-    if not isinstance(raw, str) or not raw.isdigit():
-        raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
-    return codec.integer({name: int(raw)}, name, 1, high) or high
+def list_limit(query: codec.Obj) -> int:
+    """A listing's page size, 1 to `native_list_max` (the default)."""
+    most = limits.native_list_max
+    return codec.integer(query, "limit", 1, most, most) or most

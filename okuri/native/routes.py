@@ -1,9 +1,9 @@
 """The native HTTP API's route table: which path and method run which operation.
 
-One table, read by the listener (okuri/native/http.py) to dispatch and by the OpenAPI document
-(okuri/native/openapi.py) to describe, so a route cannot be served without being documented or
-documented without being served. `{queue}` stands for a queue's name in a path, `{exchange}`
-for an exchange's.
+Read from the API's one table of operations (okuri/api/operations.py), by the listener
+(okuri/native/http.py) to dispatch and by the OpenAPI document (okuri/native/openapi.py) to
+describe, so a route cannot be served without being documented or documented without being
+served. `{queue}` stands for a queue's name in a path, `{exchange}` for an exchange's.
 """
 
 from __future__ import annotations
@@ -12,38 +12,18 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from okuri.principals.roles import Operation
+from okuri.api.operations import EXCHANGE as EXCHANGE
+from okuri.api.operations import QUEUE as QUEUE
+from okuri.api.operations import SPECS, Operation
 
-# The operations of okuri.principals.roles, and the one route that needs no key.
+# The operations of okuri.api.operations, and the one route that needs no key.
 Route = Operation | Literal["openapi"]
 
 OPENAPI_PATH = "/v1/openapi.json"
-QUEUES = "/v1/queues"
-QUEUE = "/v1/queues/{queue}"
-EXCHANGES = "/v1/exchanges"
-EXCHANGE = "/v1/exchanges/{exchange}"
 
 ROUTES: Mapping[tuple[str, str], Route] = {
     (OPENAPI_PATH, "GET"): "openapi",
-    (QUEUES, "GET"): "list_queues",
-    (QUEUES, "POST"): "create_queue",
-    (QUEUE, "GET"): "get_queue",
-    (QUEUE, "PATCH"): "update_queue",
-    (QUEUE, "DELETE"): "delete_queue",
-    (QUEUE + "/purge", "POST"): "purge_queue",
-    (QUEUE + "/messages", "POST"): "produce",
-    (QUEUE + "/lease", "POST"): "lease",
-    (QUEUE + "/complete", "POST"): "complete",
-    (QUEUE + "/retry", "POST"): "retry",
-    (QUEUE + "/extend", "POST"): "extend",
-    (QUEUE + "/redrive", "POST"): "redrive",
-    (EXCHANGES, "GET"): "list_exchanges",
-    (EXCHANGES, "POST"): "create_exchange",
-    (EXCHANGE, "GET"): "get_exchange",
-    (EXCHANGE, "DELETE"): "delete_exchange",
-    (EXCHANGE + "/bind", "POST"): "bind",
-    (EXCHANGE + "/unbind", "POST"): "unbind",
-    (EXCHANGE + "/messages", "POST"): "publish",
+    **{(spec.path, spec.method): name for name, spec in SPECS.items()},
 }
 
 _ON_QUEUE = re.compile(r"/v1/queues/([^/]+)(/[a-z]+)?")

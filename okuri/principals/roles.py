@@ -1,7 +1,8 @@
 """Roles, namespaces and operations: who may do what to which queue, decided purely.
 
 The decision is a function of (operation, role, namespace, queue), so every cell of the matrix
-is a unit test. The operations are the native API's vocabulary; the SQS surface maps each of
+is a unit test. The operations are the native API's vocabulary, listed once in
+okuri/api/operations.py; the SQS surface maps each of
 its actions onto one of them (`okuri.sqs.access`), so one key means the same on both surfaces.
 """
 
@@ -12,30 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-Role = Literal["admin", "producer", "consumer", "readonly"]
+from okuri.api.operations import OPERATIONS as OPERATIONS
+from okuri.api.operations import Operation as Operation
 
-Operation = Literal[
-    "create_queue",
-    "get_queue",
-    "list_queues",
-    "update_queue",
-    "delete_queue",
-    "purge_queue",
-    "produce",
-    "lease",
-    "complete",
-    "retry",
-    "extend",
-    "redrive",
-    "create_exchange",
-    "get_exchange",
-    "list_exchanges",
-    "delete_exchange",
-    "bind",
-    "unbind",
-    "publish",
-]
-OPERATIONS: tuple[Operation, ...] = get_args(Operation)
+Role = Literal["admin", "producer", "consumer", "readonly"]
 ROLES: tuple[Role, ...] = get_args(Role)
 
 _READ: frozenset[Operation] = frozenset(

@@ -73,7 +73,7 @@ QUEUE_DOC: Doc = {
         "delay_s": 0,
         "expires_s": None,
     },
-    "stats": {"visible": 1, "leased": 2, "delayed": 3},
+    "stats": {"visible": 1, "leased": 2, "delayed": 3, "dead_lettered": 4},
     "created_at": T0,
 }
 
