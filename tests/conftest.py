@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from okuri.bench.servers import MOTO_MODULE, free_port, free_ports  # noqa: E402
+from bench.servers import MOTO_MODULE, free_port, free_ports  # noqa: E402
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY  # noqa: E402
 from tests.servers import (  # noqa: E402  (after the sys.path fix)
     BIND_ATTEMPTS,

@@ -24,8 +24,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from bench.servers import clean_environ, free_ports
 from compat.clients import Client
-from okuri.bench.servers import clean_environ, free_ports
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0

@@ -1,4 +1,4 @@
-"""`okuri bench celery` at a tiny size: real `okuri serve`, a real prefork worker and producer
+"""`python -m bench celery` at a tiny size: real `okuri serve`, a real prefork worker and producer
 processes on okuri:// and sqs://; every task sent runs, and the table is printed. Shapes and
 counts only, never speeds: the machine is shared."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from okuri.bench import celery_bench, celery_brokers, celery_report, ministack
-from okuri.bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
-from okuri.bench.servers import Unavailable
+from bench import celery_bench, celery_brokers, celery_report, ministack
+from bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
+from bench.servers import Unavailable
 from okuri.server.cli import main
 
 

@@ -1,4 +1,4 @@
-"""`okuri bench cluster`'s parts that need no cluster: the checker, failover, report and flags.
+"""`python -m bench cluster`'s parts that need no cluster: the checker, failover, report and flags.
 
 The checker is judged on hand-written histories (acknowledged, delivered, deleted, with times);
 failover against one loopback HTTP server that answers and one port where nothing listens.
@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import failover
-from okuri.bench.chaos import Chaos
-from okuri.bench.cluster import build_parser, cli_main, parse_args, plan_from, render
-from okuri.bench.cluster_watch import (
+from bench import failover
+from bench.chaos import Chaos
+from bench.cluster import build_parser, cli_main, parse_args, plan_from, render
+from bench.cluster_watch import (
     ManifestWatch,
     Version,
     load_history,
@@ -34,11 +34,11 @@ from okuri.bench.cluster_watch import (
     story,
     tell,
 )
-from okuri.bench.failover import Caller, Exhausted, NodeSet
-from okuri.bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Received
-from okuri.bench.ledger import Ledger, late_kind, receipt_epoch
-from okuri.bench.servers import Node, free_port
-from okuri.bench.sqs_client import BlockingSqs, Signer, SqsCallError
+from bench.failover import Caller, Exhausted, NodeSet
+from bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Received
+from bench.ledger import Ledger, late_kind, receipt_epoch
+from bench.servers import Node, free_port
+from bench.sqs_client import BlockingSqs, Signer, SqsCallError
 from okuri.core.receipts import Receipt
 
 

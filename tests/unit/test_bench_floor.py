@@ -1,4 +1,4 @@
-"""`okuri bench floor`: its latency proxy, its arithmetic, its hello-world server, one real run.
+"""`python -m bench floor`: its latency proxy, its arithmetic, its hello-world server, one real run.
 
 The proxy tests sleep for real: added latency is the point. The hello-world server runs
 in-process on a thread of its own, so botocore, okuri.client and kombu (blocking clients) talk
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from okuri.bench import floor_calls, floor_hello, floor_report, latency_proxy, servers
-from okuri.bench.floor_calls import Budget
+from bench import floor_calls, floor_hello, floor_report, latency_proxy, servers
+from bench.floor_calls import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY_S = 0.05

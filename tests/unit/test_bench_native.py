@@ -1,4 +1,4 @@
-"""`okuri bench native` at a tiny load: both surfaces of one real server move messages, the
+"""`python -m bench native` at a tiny load: both surfaces of one real server move messages, the
 ledger finds none lost, and the figures are shaped as printed.
 
 The slow tests start a real `okuri serve` on 127.0.0.1 for a few seconds; they check shapes and
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import native, native_report, servers
-from okuri.bench.ledger import Ledger
-from okuri.bench.load import Workload
-from okuri.bench.native_load import NativeDriver
+from bench import native, native_report, servers
+from bench.ledger import Ledger
+from bench.load import Workload
+from bench.native_load import NativeDriver
 from okuri.server.cli import main
 
 TINY = ["--seconds", "1.5", "--producers", "2", "--consumers", "2"]
@@ -112,7 +112,7 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_code_1(
     monkeypatch.setattr(servers, "START_S", 0.0)
     assert native.cli_main(TINY) == 1
     err = capsys.readouterr().err
-    assert err.startswith("okuri bench native: error: okuri serve did not become ready")
+    assert err.startswith("python -m bench native: error: okuri serve did not become ready")
 
 
 class FakeNative:
