@@ -1,45 +1,70 @@
 """The processes a benchmark starts: `okuri serve` nodes and moto's server, on 127.0.0.1 only.
 
 Why a module of its own: `python -m bench sqs` and `python -m bench cluster` both start real
-servers, and they must do it the same careful way. A node is configured only by environment
-variables, as a container would be; it binds free loopback ports (probed, retried when one is
-taken before the server binds it); every wait is bounded; every process is stopped by its own
-pid, never by name. A `Node` keeps its ports for life, so the chaos test can SIGKILL it and
-start it again on the same address that its clients already know.
+servers, and they must do it the same careful way, which bench/launch.py (shared with the tests
+and compat) owns: configured only by environment variables, free loopback ports retried on a
+lost race, bounded waits, stopped by pid. Here: the stores the nodes share, and a `Node` that
+keeps its ports for life, so the chaos test can SIGKILL it and start it again on the same
+address that its clients already know.
 
-okuri's built-in development credentials are repeated here because the bench sits below the
-server in the layering and cannot import okuri.server.settings.
+Each node is given its SQS key pair explicitly (OKURI_ACCESS_KEY_ID, OKURI_SECRET_ACCESS_KEY),
+so the bench depends on no default inside okuri. The pair is the development pair the README
+documents for `okuri serve`, so `python -m bench sqs --endpoint URL` against `make serve` works
+without flags.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-START_S = 30.0  # a cold interpreter importing aiobotocore or moto can take seconds
-STOP_S = 15.0  # SIGTERM, then SIGKILL after this long
-READY_POLL_S = 0.05
-PROBE_TIMEOUT_S = 1.0
-BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
-LOG_TAIL_CHARS = 3000
+from bench.launch import (
+    BIND_ATTEMPTS,
+    LOOPBACK,
+    READY_POLL_S,
+    SERVE_ARGV,
+    START_S,
+    STOP_S,
+    LaunchError,
+    Process,
+    answers,
+    clean_environ,
+    free_port,
+    free_ports,
+    serve_env,
+    spawn,
+    start_serve,
+    tail,
+)
 
-DEV_ACCESS_KEY_ID = "okuri"
+__all__ = [
+    "BIND_ATTEMPTS",
+    "LOOPBACK",
+    "READY_POLL_S",
+    "START_S",
+    "STOP_S",
+    "BenchError",
+    "Node",
+    "Process",
+    "StoreSpec",
+    "Unavailable",
+    "answers",
+    "clean_environ",
+    "free_port",
+    "free_ports",
+    "spawn",
+    "tail",
+]
+
+DEV_ACCESS_KEY_ID = "okuri"  # the README's development pair, given to every node explicitly
 DEV_SECRET_ACCESS_KEY = "okuri-local-secret"
 REGION = "us-east-1"
 MOTO_ACCESS_KEY_ID = "bench"  # moto accepts any pair; these name who is asking
 MOTO_SECRET_ACCESS_KEY = "bench"
-LOOPBACK = "127.0.0.1"
 # moto's server as S3 stands in for it, with conditional writes atomic (bench/moto_s3.py)
 MOTO_MODULE = "bench.moto_s3"
 
@@ -51,92 +76,6 @@ class BenchError(Exception):
 class Unavailable(Exception):
     """A peer or broker cannot run here (a program or package is missing, or cannot be
     installed): the bench skips it with this one line, which says what to install."""
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports: each socket stays bound until all are chosen, since
-    the kernel may hand a port just released straight back to the next bind."""
-    with contextlib.ExitStack() as stack:
-        sockets = [
-            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            for _ in range(count)
-        ]
-        for sock in sockets:
-            sock.bind((LOOPBACK, 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-
-
-def answers(url: str, status: int = 200) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT_S) as reply:
-            return bool(reply.status == status)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
-    except OSError:
-        return ""
-
-
-def clean_environ() -> dict[str, str]:
-    """This process's environment minus any OKURI_* the caller's shell may have set."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("OKURI_")}
-
-
-@dataclass
-class Process:
-    """A process this benchmark started: stopped by its own pid only."""
-
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait_ready(self, url: str, timeout_s: float | None = None) -> bool:
-        """Poll `url` until it answers 200 (at most START_S unless told); False if it never did."""
-        deadline = time.monotonic() + (START_S if timeout_s is None else timeout_s)
-        while time.monotonic() < deadline and self.running():
-            if answers(url):
-                return True
-            time.sleep(READY_POLL_S)
-        return False
-
-    def stop(self) -> int | None:
-        """SIGTERM, then SIGKILL after STOP_S; the exit code (None if it would not die)."""
-        if self.running():
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        """SIGKILL this pid, as a crash would; reaped so the pid cannot be reused under us."""
-        if self.running():
-            os.kill(self.proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=STOP_S)
-
-
-def spawn(argv: list[str], env: dict[str, str], log_path: Path) -> Process:
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
-    return Process(proc, log_path)
 
 
 # --- the store the nodes share ----------------------------------------------------------------
@@ -263,8 +202,7 @@ class Node:
         return None if self.process is None else self.process.pid
 
     def spawn(self) -> None:
-        argv = [sys.executable, "-m", "okuri.server.cli", "serve"]
-        self.process = spawn(argv, self.env, self.log_path)
+        self.process = spawn(SERVE_ARGV, self.env, self.log_path)
         self.starts += 1
 
     def ready(self) -> bool:
@@ -301,29 +239,33 @@ def node_env(
     secret_access_key: str = DEV_SECRET_ACCESS_KEY,
     extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    return {
-        **clean_environ(),
-        "OKURI_LISTEN": f"{LOOPBACK}:{port}",
-        "OKURI_HEALTH_LISTEN": f"{LOOPBACK}:{health_port}",
+    settings = {
         "OKURI_ACCESS_KEY_ID": access_key_id,
         "OKURI_SECRET_ACCESS_KEY": secret_access_key,
         **store.env(),
         **(extra or {}),
     }
+    return serve_env(port, health_port, settings)
 
 
 def start_node(
     index: int, store: StoreSpec, workdir: Path, extra_env: dict[str, str] | None = None
 ) -> Node:
-    """A ready node on fresh free ports (retried when a probed port was taken meanwhile)."""
+    """A ready node on fresh free ports (bench/launch.py retries a lost port race)."""
     log_path = workdir / f"okuri-{index}.log"
-    for _ in range(BIND_ATTEMPTS):
-        port, health = free_ports(2)
-        node = Node(index, port, health, node_env(port, health, store, extra=extra_env), log_path)
-        if node.start():
-            return node
-        node.stop()
-    raise BenchError(f"okuri serve did not become ready within {START_S:g} s:\n{tail(log_path)}")
+    settings = {
+        "OKURI_ACCESS_KEY_ID": DEV_ACCESS_KEY_ID,
+        "OKURI_SECRET_ACCESS_KEY": DEV_SECRET_ACCESS_KEY,
+        **store.env(),
+        **(extra_env or {}),
+    }
+    try:
+        served = start_serve(settings, log_path)
+    except LaunchError as err:
+        raise BenchError(str(err)) from err
+    return Node(
+        index, served.port, served.health_port, served.env, log_path, served.process, starts=1
+    )
 
 
 @contextlib.contextmanager

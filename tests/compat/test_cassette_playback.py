@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.servers import free_port
+from bench.launch import free_port
 from compat.cassette import CASSETTES, Exchange, cassette_files, load, save
 from compat.clients import ROOT
 

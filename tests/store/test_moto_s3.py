@@ -23,7 +23,7 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.s3.responses import S3Response
 
 from bench import moto_s3
-from bench.servers import free_port
+from bench.launch import free_port
 
 BUCKET = "okuri-moto-atomic"
 WIDENED_S = 0.3  # the gap between moto's etag check and its write, on purpose

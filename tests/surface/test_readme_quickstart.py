@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import answers, free_ports
+from bench.launch import answers, free_ports
 from okuri import __version__
 from tests.readme import README, README_ENDPOINT, block, environment, run_shell
 
