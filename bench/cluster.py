@@ -31,20 +31,20 @@ Shapes (--shape) are presets of the flags; a flag given beside one wins.
 Checks (bench.ledger): 0 acknowledged sends lost, and 0 deliveries of a message in a
 ReceiveMessage sent after a delete of it had answered Successful. Each such delivery is
 described: the message, the node that served each receive of it and the one that answered the
-delete, times relative to the delete's answer, the receipts' epochs and slots, the receive
-count, and how many messages of the same delete call came back. A message is known by its
-MessageId: a SendMessageBatch whose node wrote its messages and died before answering is sent
-again by the producer, to another node, which writes them again under new MessageIds (as SQS
-may); that second copy may be delivered after the first one's delete. It is no violation, and
-is counted apart ("deliveries of a body sent again"), with the send's attempts that got no
-answer, since a check that knows messages by body would count it. With --fifo-groups N the queue
-is a FIFO queue whose messages spread over N message groups, and two more checks hold
-(bench.fifo_ledger): one deduplication id answers and delivers one message, and within
-a group first deliveries follow sequence-number order. Exit code 0 when both hold,
-1 when a check fails, 2 for usage errors, 3 when the run itself could not be made (a server
-would not start). Everything is bounded: flags by range, the messages a run may send
-(--messages-max), each phase and each wait by a timeout. Servers bind 127.0.0.1 only, and every
-process started here is stopped by its pid.
+delete, times relative to the delete's answer, the receipt handles (opaque here; their slots and
+epochs are read by bench.cluster_watch), the receive count, and how many messages of the same
+delete call came back. A message is known by its MessageId: a SendMessageBatch whose node wrote
+its messages and died before answering is sent again by the producer, to another node, which
+writes them again under new MessageIds (as SQS may); that second copy may be delivered after
+the first one's delete. It is no violation, and is counted apart ("deliveries of a body sent
+again"), with the send's attempts that got no answer, since a check that knows messages by body
+would count it. With --fifo-groups N the queue is a FIFO queue whose messages spread over N
+message groups, and two more checks hold (bench.fifo_ledger): one deduplication id answers and
+delivers one message, and within a group first deliveries follow sequence-number order. Exit
+code 0 when both hold, 1 when a check fails, 2 for usage errors, 3 when the run itself could not
+be made (a server would not start). Everything is bounded: flags by range, the messages a run
+may send (--messages-max), each phase and each wait by a timeout. Servers bind 127.0.0.1 only,
+and every process started here is stopped by its pid.
 
 Evidence (--keep DIR): the run works in DIR, a new directory, and leaves there the nodes' logs
 (okuri-N.log, every life of node N; --node-log-level), the store's final state when local

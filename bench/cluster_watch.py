@@ -19,6 +19,12 @@ a manifest names where a node listens.
 
 Bounded: the watch reads at most every WATCH_S_MIN, and the story of at most STORIES_MAX
 messages is told.
+
+The one white-box module of the bench: a manifest's history is okuri's inside, so this reads
+the manifest's key (okuri.core.keys) and what a receipt handle names (okuri.core.receipts:
+its slot, index and lease epoch), which the rest of the bench treats as opaque. The import
+contract "the bench uses okuri as a client does" names these two imports as its only
+exceptions. A local store's file is read through okuri.store.local's own key encoding.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from typing import IO, Any
 
 from bench.servers import botocore_client
 from okuri.core import keys
+from okuri.core.receipts import Receipt
+from okuri.errors import ReceiptHandleInvalid
 from okuri.store.local import DIR_SUFFIX, encode_segment
 
 MANIFESTS_FILE = "manifests.jsonl.gz"
@@ -45,6 +53,34 @@ WATCH_S_MIN = 0.005
 STORIES_MAX = 50
 
 Reader = Callable[[], bytes | None]
+
+
+# --- what a receipt names ---------------------------------------------------------------------
+
+
+def receipt_place(handle: str) -> tuple[int, int, int] | None:
+    """(slot, index, epoch) of an okuri receipt handle; None if unreadable."""
+    try:
+        r = Receipt.decode(handle)
+    except ReceiptHandleInvalid:
+        return None
+    return r.seq, r.idx, r.epoch
+
+
+def copy_kind(delivered: str, deleted: str) -> str:
+    """What a receipt delivered after a delete names, next to the deleted one: another copy of
+    the message (another slot or index: written twice), or the same copy leased again (a later
+    epoch), under the same lease (the same epoch), or under an earlier one."""
+    got, gone = receipt_place(delivered), receipt_place(deleted)
+    if got is None or gone is None:
+        return "receipt unreadable"
+    if got[:2] != gone[:2]:
+        return "another copy"
+    if got[2] > gone[2]:
+        return "same copy, later epoch"
+    if got[2] == gone[2]:
+        return "same copy, same epoch"
+    return "same copy, earlier epoch"
 
 
 # --- watching ---------------------------------------------------------------------------------
@@ -244,6 +280,12 @@ def tell(directory: Path, out: IO[str]) -> int:
     )
     for example in late[:STORIES_MAX]:
         out.write("\n" + json.dumps(example) + "\n")
+        deleted = str(example["deleted"]["receipt"])
+        for d in example["deliveries"]:
+            if d.get("after_delete"):
+                place = receipt_place(str(d["receipt"]))
+                out.write(f"  delivered after delete: {copy_kind(str(d['receipt']), deleted)}")
+                out.write(f" (epoch {place[2]})\n" if place else "\n")
         for slot, index in places(example):
             out.write(f"  slot {slot} index {index}:\n")
             for entry in story(versions, slot, index, start_wall_s, names):
@@ -255,9 +297,9 @@ def places(example: dict[str, Any]) -> list[tuple[int, int]]:
     """The (slot, index) of every receipt of a late message: one, or one per copy of it."""
     seen: list[tuple[int, int]] = []
     for event in [example["deleted"], *example["deliveries"]]:
-        slot, index = event.get("slot"), event.get("index")
-        if slot is not None and index is not None and (slot, index) not in seen:
-            seen.append((int(slot), int(index)))
+        place = receipt_place(str(event.get("receipt", "")))
+        if place is not None and place[:2] not in seen:
+            seen.append(place[:2])
     return seen
 
 

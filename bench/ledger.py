@@ -22,10 +22,13 @@ Thread-safe (one lock; the load calls in from many threads). Memory grows with t
 deliveries of a run, which the load bounds by count (`messages_max`) and time.
 
 A delivery after delete is described in full for whoever fixes the engine (`_timeline`): the
-delete (the node that answered it, when it was sent and answered, the receipt's slot, index and
-epoch, the receive that handed that receipt out, attempts that got no answer first, how many
-messages the same delete call carried) and every delivery of the message (the node, when the
-receive was sent and answered relative to the delete's answer, epoch, ApproximateReceiveCount).
+delete (the node that answered it, when it was sent and answered, its receipt handle, the
+receive that handed that receipt out, attempts that got no answer first, how many messages the
+same delete call carried) and every delivery of the message (the node, when the receive was
+sent and answered relative to the delete's answer, its receipt handle, ApproximateReceiveCount).
+Receipt handles are opaque here, as they are to any SQS client: the ledger only compares them.
+What an okuri handle names inside (slot, index, epoch) is read by bench/cluster_watch.py, the
+one white-box tool, when it tells a late message's story.
 Each call the load reports is numbered, so messages that came back together can be told apart
 from messages that came back alone.
 """
@@ -37,43 +40,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from okuri.core.receipts import Receipt
-from okuri.errors import ReceiptHandleInvalid
-
 EXAMPLES_MAX = 5  # failing messages described in full in a verdict
 
 
-def receipt_epoch(handle: str) -> int | None:
-    """The lease epoch an okuri receipt handle carries, for diagnostics; None if unreadable."""
-    try:
-        return Receipt.decode(handle).epoch
-    except ReceiptHandleInvalid:
-        return None
-
-
-def receipt_place(handle: str) -> tuple[int, int, int] | None:
-    """(slot, index, epoch) of an okuri receipt handle, for diagnostics; None if unreadable."""
-    try:
-        r = Receipt.decode(handle)
-    except ReceiptHandleInvalid:
-        return None
-    return r.seq, r.idx, r.epoch
-
-
-def late_kind(delivered: str, deleted: str) -> str:
-    """What a receipt delivered after a delete names, next to the deleted one: another copy of
-    the message (another slot or index: written twice), or the same copy leased again (a later
-    epoch), under the same lease (the same epoch), or under an earlier one."""
-    got, gone = receipt_place(delivered), receipt_place(deleted)
-    if got is None or gone is None:
-        return "receipt unreadable"
-    if got[:2] != gone[:2]:
-        return "another copy"
-    if got[2] > gone[2]:
-        return "same copy, later epoch"
-    if got[2] == gone[2]:
-        return "same copy, same epoch"
-    return "same copy, earlier epoch"
+def late_kind(
+    delivered: str,
+    deleted: str,
+    delivered_count: int | None = None,
+    deleted_count: int | None = None,
+) -> str:
+    """What a delivery after a delete looks like from the client's side, next to the delivery
+    that handed out the deleted receipt: the very same receipt handed out again, or another one
+    with the ApproximateReceiveCount gone up (leased again) or not (another copy, or a lease
+    that forgot the earlier receives); counts unknown when the receives did not ask for them."""
+    if delivered == deleted:
+        return "same receipt"
+    if delivered_count is None or deleted_count is None:
+        return "another receipt, receive count unknown"
+    if delivered_count > deleted_count:
+        return "another receipt, receive count went up"
+    return "another receipt, receive count did not go up"
 
 
 # An attempt of a call that got no answer: (node, monotonic s it was sent, what happened).
@@ -99,15 +85,7 @@ class Event:
             "at_s": round(self.at_s - start_s, 3),
             "node": self.node,
             "message_id": self.message_id,
-            "epoch": receipt_epoch(self.receipt),
-        }
-
-    def place(self) -> dict[str, int | None]:
-        """The receipt's slot and index: which copy of the message it names."""
-        place = receipt_place(self.receipt)
-        return {
-            "slot": None if place is None else place[0],
-            "index": None if place is None else place[1],
+            "receipt": self.receipt,
         }
 
     def tried(self, start_s: float) -> list[dict[str, Any]]:
@@ -279,7 +257,7 @@ class Ledger:
             for deliveries in self._deliveries.values():
                 for d in deliveries:
                     if self._after_delete(d):
-                        kind = late_kind(d.receipt, self._deleted[d.message_id][1].receipt)
+                        kind = self._late_kind(d, deliveries)
                         kinds[kind] = kinds.get(kind, 0) + 1
             others = self._other_messages_after_delete()
             return Verdict(
@@ -302,6 +280,13 @@ class Ledger:
         """Was this delivery's ReceiveMessage sent after a delete of the same message answered?"""
         delete = self._deleted.get(d.message_id)
         return delete is not None and d.at_s > delete[1].at_s
+
+    def _late_kind(self, d: Event, deliveries: list[Event]) -> str:
+        """`late_kind` of late delivery `d`, among its body's `deliveries`."""
+        delete = self._deleted[d.message_id][1]
+        source = next((x for x in deliveries if x.receipt == delete.receipt), None)
+        count = None if source is None else source.receive_count
+        return late_kind(d.receipt, delete.receipt, d.receive_count, count)
 
     def after_delete_timelines(self) -> list[dict[str, Any]]:
         """Every message delivered after its delete, described as in the verdict's examples."""
@@ -380,7 +365,6 @@ class Ledger:
             "deleted": {
                 **delete.describe(self.start_s),
                 "sent_at_s": _rel(delete.other_s, self.start_s),
-                **delete.place(),
                 "call": delete.call,
                 "call_messages": self._call_sizes.get(delete.call, 0),
                 "receipt_from": None
@@ -391,7 +375,6 @@ class Ledger:
             "deliveries": [
                 {
                     **d.describe(self.start_s),
-                    **d.place(),
                     "answered_at_s": _rel(d.other_s, self.start_s),
                     "sent_after_delete_s": round(d.at_s - delete.at_s, 3),
                     "answered_after_delete_s": _rel(d.other_s, delete.at_s),

@@ -5,9 +5,10 @@ validation, hooks), as much as the server spends answering, so a load generator 
 the same machine measures the client. This client does only what the wire needs: one JSON body,
 `X-Amz-Target: AmazonSQS.<Action>`, `Content-Type: application/x-amz-json-1.0`, and a SigV4
 `Authorization` header. The signing key is derived once per day and region; a request costs two
-SHA-256 hashes (body, canonical request) and one HMAC. okuri verifies signatures
-(okuri/sqs/sigv4.py): the host header must be signed, the scope date must be the request date,
-and the body hash is recomputed by the server, so no x-amz-content-sha256 header is sent.
+SHA-256 hashes (body, canonical request) and one HMAC. The signing follows AWS's public
+Signature Version 4 description (as any SDK does, nothing of okuri's verifier): the host header
+is signed, the scope date is the request date, and the body hash is left for the server to
+recompute, so no x-amz-content-sha256 header is sent.
 
 Two faces over one signer: `LightSqs` (asyncio, aiohttp) for `python -m bench sqs`, and
 `BlockingSqs` (http.client, one connection per thread and node) for the threads of `python -m bench
@@ -28,9 +29,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from okuri.sqs.sigv4 import signing_key
-from okuri.sqs.sigv4_claims import ALGORITHM, TERMINATOR
-
+ALGORITHM: Final = "AWS4-HMAC-SHA256"
+TERMINATOR: Final = "aws4_request"
 SERVICE: Final = "sqs"
 CONTENT_TYPE: Final = "application/x-amz-json-1.0"
 TARGET_PREFIX: Final = "AmazonSQS."
@@ -55,6 +55,15 @@ class SqsCallError(Exception):
     def server_fault(self) -> bool:
         """5xx: the node failed, not the request; another node may answer."""
         return self.status >= 500
+
+
+def signing_key(secret: str, day: str, region: str, service: str) -> bytes:
+    """SigV4's derived key: HMAC chained over the day (YYYYMMDD), region, service and
+    terminator, starting from "AWS4" + the secret."""
+    key = ("AWS4" + secret).encode()
+    for part in (day, region, service, TERMINATOR):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return key
 
 
 class Signer:
