@@ -36,6 +36,7 @@ from bench.celery_brokers import (
 from bench.celery_load import Ids, Load, app_config, run_load, worker
 from bench.celery_report import render
 from bench.flags import bounded
+from bench.launch import ROOT
 from bench.servers import BenchError, Unavailable
 
 TASKS_MAX = 100_000
@@ -49,15 +50,15 @@ DEFAULT_SQS_POLLING_S = 0.1
 
 
 def python_path() -> list[str]:
-    """What the worker and producers need on sys.path: this okuri, and okuri_kombu (installed,
-    or else beside this okuri in its checkout, integrations/kombu)."""
-    paths = [str(Path(okuri.__file__).resolve().parents[1])]
+    """What the worker and producers need on sys.path: this okuri, this bench (its checkout), and
+    okuri_kombu (installed, or else in the bench's checkout, integrations/kombu)."""
+    paths = list(dict.fromkeys([str(Path(okuri.__file__).resolve().parents[1]), str(ROOT)]))
     spec = importlib.util.find_spec("okuri_kombu")
     if spec is not None and spec.origin is not None:
         # Found on this process's sys.path, which a child need not share: pass it on.
         paths.append(str(Path(spec.origin).resolve().parents[1]))
         return paths
-    checkout = Path(okuri.__file__).resolve().parents[1] / "integrations" / "kombu"
+    checkout = ROOT / "integrations" / "kombu"
     if (checkout / "okuri_kombu").is_dir():
         paths.append(str(checkout))
         sys.path.append(str(checkout))  # so that the broker check finds it too

@@ -248,7 +248,7 @@ def import_okuri_kombu() -> None:
         importlib.import_module("kombu")
     except ImportError as err:
         raise Unavailable(f"kombu cannot be imported ({err})") from err
-    checkout = Path(__file__).resolve().parents[2] / "integrations" / "kombu"
+    checkout = Path(__file__).resolve().parents[1] / "integrations" / "kombu"
     try:
         okuri_kombu: Any = importlib.import_module("okuri_kombu")
     except ModuleNotFoundError as err:

@@ -204,13 +204,14 @@ def start_serve(
     *,
     base: Mapping[str, str] | None = None,
     ready_path: str = "/readyz",
-    timeout_s: float = START_S,
+    timeout_s: float | None = None,
     stop_s: float = STOP_S,
     cwd: Path | None = None,
 ) -> Served:
     """`okuri serve` with `settings` on fresh free ports, once `ready_path` of its health
     listener answers 200; fresh ports again (up to BIND_ATTEMPTS) when it lost one to a race.
-    Raises LaunchError with the log's tail otherwise."""
+    Raises LaunchError with the log's tail otherwise. `timeout_s`: START_S unless given."""
+    timeout_s = START_S if timeout_s is None else timeout_s
     why = f"okuri serve could not bind free ports in {BIND_ATTEMPTS} attempts"
     for _ in range(BIND_ATTEMPTS):
         port, health_port = free_ports(2)

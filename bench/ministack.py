@@ -59,7 +59,7 @@ FOREIGN_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 
 def cache_root() -> Path:
     """`.bench-peers` in okuri's checkout; in the user's cache when okuri is installed."""
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[1]
     if (checkout / "pyproject.toml").is_file():
         return checkout / ".bench-peers"
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

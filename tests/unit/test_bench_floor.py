@@ -253,7 +253,7 @@ def test_every_bench_loop_runs_clean_against_hello_world(hello: str) -> None:
 @pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_floor_json_on_a_local_store_has_every_row_with_a_floor_and_a_ratio() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "okuri.server.cli", "bench", "floor", "--calls", "20", "--json"],
+        [sys.executable, "-m", "bench", "floor", "--calls", "20", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

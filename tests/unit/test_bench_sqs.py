@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from bench import load, measure, ministack, servers, sqs, sqs_report
+from bench import launch, load, measure, ministack, servers, sqs, sqs_report
+from bench.__main__ import main
 from bench.profiler import Profiler
 from bench.sqs_client import Signer
-from okuri.server.cli import main
 from okuri.sqs.sigv4 import SignedRequest, verify
 from okuri.sqs.sigv4_errors import AuthError
 
@@ -47,7 +47,7 @@ def assert_moved_messages(figures: dict[str, Any]) -> None:
 def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["bench", "sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]
+    argv = ["sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]
     assert main([*argv, "--client", "aiobotocore"]) == 0
     out = capsys.readouterr().out
     for label, _, _ in sqs_report.ROWS:
@@ -219,7 +219,7 @@ def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> 
 def test_a_server_that_cannot_start_is_one_line_and_exit_code_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(servers, "START_S", 0.0)
+    monkeypatch.setattr(launch, "START_S", 0.0)
     assert sqs.cli_main([*TINY, "--no-peer"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("python -m bench sqs: error: okuri serve did not become ready")
