@@ -41,10 +41,10 @@ serve: $(RUNTIME)
 	$(BIN)/okuri serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check okuri bench tests compat integrations
+	$(BIN)/ruff check bench okuri tests compat integrations
 	$(BIN)/lint-imports
 	# compat/boto3_examples are user-style scripts; only their runner is held to --strict.
-	$(BIN)/mypy okuri bench compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
+	$(BIN)/mypy bench okuri compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
 # One pytest worker per core: most tests wait on real servers and clients, so two workers on two
