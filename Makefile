@@ -41,10 +41,10 @@ serve: $(RUNTIME)
 	$(BIN)/okuri serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check okuri tests compat integrations
+	$(BIN)/ruff check bench okuri tests compat integrations
 	$(BIN)/lint-imports
 	# compat/boto3_examples are user-style scripts; only their runner is held to --strict.
-	$(BIN)/mypy okuri compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
+	$(BIN)/mypy bench okuri compat integrations/celery/okuri_celery integrations/kombu/okuri_kombu \
 		--exclude 'compat/boto3_examples/(?!run\.py|_aws_real_mode\.py)'
 
 # One pytest worker per core: most tests wait on real servers and clients, so two workers on two
@@ -79,24 +79,25 @@ proto: $(STAMP)
 dst: $(STAMP)
 	$(BIN)/okuri dst --seeds 2000
 
+# The benchmarks live beside okuri, not in it (bench/, docs/design.md): run from this checkout.
 bench-sqs: $(STAMP)
-	$(BIN)/okuri bench sqs
+	$(BIN)/python -m bench sqs
 
 # The native API (batches of 100) beside the SQS surface (batches of 10) of one server, one run.
 bench-native: $(STAMP)
-	$(BIN)/okuri bench native
+	$(BIN)/python -m bench native
 
 # One Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ (Debian's redis-server and
 # rabbitmq-server; a missing one is skipped, saying what to install), side by side.
 bench-celery: $(STAMP)
-	$(BIN)/okuri bench celery
+	$(BIN)/python -m bench celery
 
 bench-cluster: $(STAMP)
-	$(BIN)/okuri bench cluster
-	$(BIN)/okuri bench cluster --store s3
+	$(BIN)/python -m bench cluster
+	$(BIN)/python -m bench cluster --store s3
 
 bench-cost: $(STAMP)
-	$(BIN)/okuri bench cost
+	$(BIN)/python -m bench cost
 
 # Re-record every SDK session in compat/recordings/ (vcrpy cassettes) from the real clients
 # (compat/clients/): vcrpy records the Python ones, a recording proxy the others.

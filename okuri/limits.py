@@ -151,10 +151,11 @@ first_bytes_s = 75.0
 
 # Overload protection (okuri/engine/admission.py): what one node holds in flight at most, every
 # surface together; past a bound a request is refused at once with its surface's throttle answer.
-# The defaults sit far above `okuri bench sqs` at its largest (256 producers and 256 consumers on
-# one node, each with one request out at a time: 512 requests, 256 long polls, well under 1 MiB
-# of bodies), so no benchmark sheds; they are low enough that a node refuses work before it runs
-# short of memory (256 MiB of bodies at most) or of the descriptors an idle long poll holds.
+# The defaults sit far above `python -m bench sqs` at its largest (256 producers and 256
+# consumers on one node, each with one request out at a time: 512 requests, 256 long polls,
+# well under 1 MiB of bodies), so no benchmark sheds; they are low enough that a node refuses
+# work before it runs short of memory (256 MiB of bodies at most) or of the descriptors an idle
+# long poll holds.
 inflight_requests_max_default = 2048
 inflight_bytes_max_default = 256 * 1024 * 1024
 long_polls_max_default = 1024

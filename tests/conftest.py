@@ -6,13 +6,8 @@ bucket. The server is stopped by its pid, never by name.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,16 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from okuri.bench.servers import MOTO_MODULE, free_port, free_ports  # noqa: E402
+from bench.launch import BIND_ATTEMPTS, free_port, free_ports  # noqa: E402
+from bench.launch import spawn as spawn_process  # noqa: E402
+from bench.servers import MOTO_MODULE  # noqa: E402
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY  # noqa: E402
 from tests.servers import (  # noqa: E402  (after the sys.path fix)
-    BIND_ATTEMPTS,
     START_S,
     Launch,
     RunToExit,
     ServerProcess,
     clean_environ,
-    spawn,
+    serve,
     start_server,
 )
 
@@ -65,51 +61,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(timeout_s))
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/moto-api/", timeout=1):
-            return True
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)  # this pid only
-        try:
-            proc.wait(timeout=MOTO_STOP_S)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=MOTO_STOP_S)
-
-
 @pytest.fixture(scope="session")
 def moto_s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("moto") / "moto.log"
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": S3_KEY_ID, "AWS_SECRET_ACCESS_KEY": S3_SECRET}
-    for _ in range(3):  # the free port may be taken between probing and binding
+    env = {**clean_environ(), "AWS_ACCESS_KEY_ID": S3_KEY_ID, "AWS_SECRET_ACCESS_KEY": S3_SECRET}
+    for _ in range(BIND_ATTEMPTS):  # the free port may be taken between probing and binding
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", MOTO_MODULE, "-H", "127.0.0.1", "-p", str(port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        deadline = time.monotonic() + MOTO_START_S
-        while proc.poll() is None and time.monotonic() < deadline and not _answers(url):
-            time.sleep(0.05)
-        if proc.poll() is None and _answers(url):
+        argv = [sys.executable, "-m", MOTO_MODULE, "-H", "127.0.0.1", "-p", str(port)]
+        process = spawn_process(argv, env, log_path, stop_s=MOTO_STOP_S)
+        if process.wait_ready(url + "/moto-api/", MOTO_START_S):
             break
-        _stop(proc)
+        process.stop()
     else:
         pytest.fail(f"moto server did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
     try:
         yield url
     finally:
-        _stop(proc)
+        process.stop()
 
 
 @pytest.fixture(scope="session")
@@ -178,34 +147,10 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
     started: list[ServerProcess] = []
 
     def start(env: dict[str, str] | None = None) -> ServerProcess:
-        env = {"OKURI_DATA_DIR": str(tmp_path / "data"), **(env or {})}
-        log_path = tmp_path / f"okuri-{len(started)}.log"
-        for _ in range(BIND_ATTEMPTS):
-            port, health_port = free_ports(2)
-            env = {
-                **env,
-                "OKURI_LISTEN": f"127.0.0.1:{port}",
-                "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health_port}",
-            }
-            server = ServerProcess(
-                spawn(env, log_path),
-                f"http://127.0.0.1:{port}",
-                f"http://127.0.0.1:{health_port}",
-                log_path,
-                env,
-            )
-            started.append(server)
-            deadline = time.monotonic() + START_S
-            while time.monotonic() < deadline and server.proc.poll() is None:
-                try:
-                    if server.get("/healthz").status == 200:
-                        return server
-                except (urllib.error.URLError, OSError):
-                    pass
-                time.sleep(0.05)
-            if server.proc.poll() is None or "cannot listen" not in server.log:
-                break
-        pytest.fail(f"okuri did not come up (exit {server.proc.poll()}):\n{server.log[-3000:]}")
+        settings = {"OKURI_DATA_DIR": str(tmp_path / "data"), **(env or {})}
+        server = serve(settings, tmp_path / f"okuri-{len(started)}.log", ready_path="/healthz")
+        started.append(server)
+        return server
 
     try:
         yield start

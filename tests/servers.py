@@ -1,7 +1,9 @@
 """Real `okuri serve` processes for tests: start, wait, talk to, stop by pid.
 
-The server is configured only through environment variables, as a container would configure it.
-Every process a test starts is stopped by its own pid at teardown, and every wait is bounded.
+Starting one is bench/launch.py's job (the one launcher of tests, bench and compat): configured
+only through environment variables, as a container would configure it, on free loopback ports
+retried when a race took one. Every process a test starts is stopped by its own pid at teardown,
+and every wait is bounded.
 Tests talk to one through raw HTTP (`request`) or a boto3 SQS client of it (`sqs_client`), or
 run a client program against it with `client_environ` (compat/clients/README.md's contract).
 """
@@ -9,10 +11,7 @@ run a client program against it with `client_environ` (compat/clients/README.md'
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,12 +23,13 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from bench import launch
+from bench.launch import LaunchError
+from bench.launch import clean_environ as clean_environ  # re-exported for the tests' use
 from compat.clients import Client
-from okuri.bench.servers import clean_environ, free_ports
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0
-BIND_ATTEMPTS = 3  # a probed free port can be taken before the server binds it
 SQS_KEY, SQS_SECRET = "AKIDOKURITEST", "okuri-test-secret"  # the pair start_server gives okuri
 SQS_REGION = "us-east-1"
 LOG_TAIL_CHARS = 4000
@@ -113,29 +113,36 @@ class ServerProcess:
 
     def terminate(self, timeout_s: float = STOP_S) -> int:
         """SIGTERM this pid only; the exit code (SIGKILL and a failure if it will not stop)."""
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        if not launch.terminate(self.proc, timeout_s):
             pytest.fail(f"okuri did not stop within {timeout_s} s of SIGTERM:\n{self.log}")
+        return self.proc.returncode
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=STOP_S)
+        launch.kill(self.proc, STOP_S)
 
-
-def spawn(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "okuri.server.cli", "serve"],
-            env={**clean_environ(), **env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+    @classmethod
+    def of(cls, served: launch.Served) -> ServerProcess:
+        return cls(
+            served.process.proc,
+            served.url,
+            served.health_url,
+            served.process.log_path,
+            served.env,
         )
+
+
+def serve(
+    settings: dict[str, str], log_path: Path, ready_path: str = "/readyz"
+) -> ServerProcess:
+    """A ready `okuri serve` with `settings` (bench/launch.py); the test fails with its log's
+    tail if it does not become ready."""
+    try:
+        served = launch.start_serve(
+            settings, log_path, ready_path=ready_path, timeout_s=START_S, stop_s=STOP_S
+        )
+    except LaunchError as err:
+        pytest.fail(str(err), pytrace=False)
+    return ServerProcess.of(served)
 
 
 class Launch(Protocol):
@@ -150,24 +157,13 @@ class RunToExit(Protocol):
 
 
 def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
-    port, health = free_ports(2)
-    env = {
-        "OKURI_LISTEN": f"127.0.0.1:{port}",
-        "OKURI_HEALTH_LISTEN": f"127.0.0.1:{health}",
+    settings = {
         "OKURI_ACCESS_KEY_ID": SQS_KEY,
         "OKURI_SECRET_ACCESS_KEY": SQS_SECRET,
         "OKURI_LINGER_MS": "10",
         **env,
     }
-    server = ServerProcess(
-        spawn(env, tmp / "okuri.log"),
-        f"http://127.0.0.1:{port}",
-        f"http://127.0.0.1:{health}",
-        tmp / "okuri.log",
-        env,
-    )
-    server.wait_for("/readyz")
-    return server
+    return serve(settings, tmp / "okuri.log")
 
 
 # --- queues set up through a boto3 SQS client, as a user would -------------------------------

@@ -1,56 +1,56 @@
-"""The `okuri` command: `serve`, plus `dst` and `bench ...` handed to the tool modules owning them.
+"""The `okuri` command: `serve`, plus `dst` and `keys create` handed to the modules owning them.
 
 Exit codes: 0 done, 1 failed (could not start, pending sends lost, a delegate missing), 2 usage
-or settings error, 141 a delegate's output pipe closed early. `dst` and `bench ...` import their
-modules only when invoked, so `okuri serve` never loads the simulator, and a build without one
-still serves. Their arguments are passed on verbatim (argparse's REMAINDER would swallow or
-reject leading flags such as `--seeds`).
+or settings error, 141 a delegate's output pipe closed early. `dst` and `keys create` import their
+modules only when invoked (plain imports inside functions, so import-linter sees the edges), so
+`okuri serve` never loads the simulator, and a build without one still serves. Their arguments are
+passed on verbatim (argparse's REMAINDER would swallow or reject leading flags such as `--seeds`).
+
+The benchmarks are not part of okuri: they live beside it in a checkout (`python -m bench ...`).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import os
 import sys
+from collections.abc import Callable
 
 from okuri import __version__
 from okuri.server.settings import Settings, SettingsError, add_arguments
 
-# Commands whose arguments belong to a tool module (its `cli_main(argv) -> int | None`): the
-# words naming them -> (module, help). Named by string and imported only when invoked, so no
-# import of `okuri.server` reaches a tool (an import-linter contract holds it to that).
-DELEGATES: dict[tuple[str, ...], tuple[str, str]] = {
-    ("dst",): ("okuri.sim.runner", "deterministic simulation: okuri dst [SEED] [--seeds N]"),
-    ("bench", "cost"): ("okuri.bench.cost", "object-store requests per message"),
-    ("bench", "sqs"): ("okuri.bench.sqs", "end-to-end SQS throughput of 1..N nodes, beside moto"),
-    ("bench", "native"): (
-        "okuri.bench.native",
-        "end-to-end native API throughput (batches of 100) beside the SQS surface's",
-    ),
-    ("bench", "cluster"): (
-        "okuri.bench.cluster",
-        "nodes on one store SIGKILLed under load: nothing lost",
-    ),
-    ("bench", "celery"): (
-        "okuri.bench.celery_bench",
-        "one Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ, side by side",
-    ),
+Main = Callable[[list[str]], int]
+
+
+def _dst() -> Main:
+    from okuri.sim.runner import cli_main  # the simulator loads only for `okuri dst`
+
+    return cli_main
+
+
+def _keys_create() -> Main:
+    from okuri.principals.keyfile import cli_main
+
+    return cli_main
+
+
+# Commands whose arguments belong to a tool module: the words naming them -> (a function
+# importing its `cli_main(argv) -> int`, help).
+DELEGATES: dict[tuple[str, ...], tuple[Callable[[], Main], str]] = {
+    ("dst",): (_dst, "deterministic simulation: okuri dst [SEED] [--seeds N]"),
     ("keys", "create"): (
-        "okuri.principals.keyfile",
+        _keys_create,
         "create a native bearer key, or with --sqs an SQS access key: "
         "okuri keys create [--sqs] --role R [--namespace N] --file F",
     ),
-    ("bench", "floor"): (
-        "okuri.bench.floor",
-        "one sequential caller: each call's p50 beside its floor (hello-world server + writes)",
-    ),
-    ("bench", "scaleout"): (
-        "okuri.bench.scaleout",
-        "simulated 1..16 nodes on an S3 latency model: throughput and cost",
-    ),
 }
+
+# `okuri bench ...` before the bench left the package: one line saying where it went.
+BENCH_MOVED = (
+    "okuri: error: `okuri bench` is not part of the okuri command; "
+    "run `python -m bench ...` from a checkout of okuri's repository"
+)
 
 
 DISTRIBUTION = "okuri-queue"  # okuri's name on package indexes; the import package is `okuri`
@@ -74,13 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_arguments(serve)
     commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
-    bench = commands.add_parser(
-        "bench", help="benchmarks: okuri bench cost|sqs|native|cluster|scaleout|celery|floor"
-    )
-    bench_commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
-    for words, (_, text) in DELEGATES.items():
-        if words[0] == "bench":
-            bench_commands.add_parser(words[1], add_help=False, help=text)
     keys = commands.add_parser(
         "keys", help="native bearer keys and SQS access keys: okuri keys create"
     )
@@ -101,24 +94,16 @@ def _split(argv: list[str]) -> tuple[list[str], list[str], tuple[str, ...] | Non
 
 
 def _delegate(words: tuple[str, ...], argv: list[str]) -> int:
-    module, _ = DELEGATES[words]
+    load, _ = DELEGATES[words]
     command = "okuri " + " ".join(words)
     try:
-        run = getattr(importlib.import_module(module), "cli_main", None)
+        run = load()
     except ModuleNotFoundError as err:
-        if err.name is not None and (module + ".").startswith(err.name + "."):
-            why = f"needs {module}, which this build lacks"
-        else:
-            why = f"cannot load {module}: {err}"
+        why = f"needs {err.name}, which this build lacks"
         print(f"okuri: error: `{command}` {why}", file=sys.stderr)
         return 1
     except ImportError as err:
-        print(f"okuri: error: `{command}` cannot load {module}: {err}", file=sys.stderr)
-        return 1
-    if not callable(run):
-        print(
-            f"okuri: error: `{command}` cannot load {module}: it has no cli_main", file=sys.stderr
-        )
+        print(f"okuri: error: `{command}` cannot load: {err}", file=sys.stderr)
         return 1
     try:
         code = run(argv)
@@ -154,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if (warning := foreign_distribution_warning()) is not None:
         print(warning, file=sys.stderr)
+    if next((word for word in argv if not word.startswith("-")), None) == "bench":
+        print(BENCH_MOVED, file=sys.stderr)
+        return 2
     head, rest, delegate = _split(argv)
     parser = build_parser()
     try:

@@ -1,6 +1,6 @@
 """A store that hands every request to another: the base of wrappers that watch or bend one call.
 
-Why: a wrapper that counts compare-and-swaps (okuri/bench/scaleout.py) or injects one fault or
+Why: a wrapper that counts compare-and-swaps (bench/scaleout.py) or injects one fault or
 one delay (the engine's tests) cares about one operation of the port (okuri/store/port.py) and
 must pass the other five through unchanged. Written out in each wrapper, that is thirty lines
 of forwarding to get subtly wrong; here it is written once, and a wrapper overrides only the

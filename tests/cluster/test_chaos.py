@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import cluster
+from bench import cluster
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +96,7 @@ def test_sigkilled_nodes_keep_fifo_group_order_and_answer_one_message_per_dedupl
 
 
 # Both stores and both node counts of the issue, in two runs (four would add two minutes to CI;
-# `okuri bench cluster --shape failover` runs any of them).
+# `python -m bench cluster --shape failover` runs any of them).
 @pytest.mark.parametrize(("store", "nodes"), [("s3", 3), ("local", 5)])
 def test_failover_clients_get_nothing_back_after_its_delete_was_answered(
     store: str, nodes: int, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from bench.launch import free_port
 from compat.cassette import CASSETTES, Exchange, cassette_files, load, save
 from compat.clients import ROOT
-from okuri.bench.servers import free_port
 
 README = CASSETTES / "README.md"
 HEADING = "## Replaying a cassette in your own tests"

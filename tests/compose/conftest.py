@@ -29,7 +29,7 @@ import smoke_app  # noqa: E402
 from celery import Celery  # noqa: E402
 from celery_smoke import Records  # noqa: E402
 
-from okuri.bench.servers import free_ports  # noqa: E402
+from bench.launch import free_ports  # noqa: E402
 from tests.compose import images, stack  # noqa: E402
 from tests.compose.images import ContainersUnavailable, Engine, Images  # noqa: E402
 from tests.compose.stack import Ports, Stack  # noqa: E402

@@ -1,4 +1,4 @@
-"""moto's S3 as the tests and benchmarks run it (okuri/bench/moto_s3.py): a conditional write is
+"""moto's S3 as the tests and benchmarks run it (bench/moto_s3.py): a conditional write is
 decided atomically, as on S3, so two writers holding one etag never both win.
 
 moto checks If-Match and then writes with nothing held between the two; a loaded server
@@ -22,8 +22,8 @@ from botocore.exceptions import ClientError
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.s3.responses import S3Response
 
-from okuri.bench import moto_s3
-from okuri.bench.servers import free_port
+from bench import moto_s3
+from bench.launch import free_port
 
 BUCKET = "okuri-moto-atomic"
 WIDENED_S = 0.3  # the gap between moto's etag check and its write, on purpose
@@ -90,7 +90,7 @@ def race(endpoint: str) -> int:
 
 
 def test_plain_moto_lets_two_writers_with_one_etag_both_win(moto_in_process: str) -> None:
-    """Why okuri.bench.moto_s3 exists (should moto fix this, the module can go)."""
+    """Why bench.moto_s3 exists (should moto fix this, the module can go)."""
     assert race(moto_in_process) > 1
 
 

@@ -1,4 +1,5 @@
-"""The `okuri` command line: version, usage errors, and verbatim hand-off to `dst` and `bench`."""
+"""The `okuri` command line: version, usage errors, verbatim hand-off to `dst`, and where the
+benchmarks went (`python -m bench`, outside the package)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from okuri.server.cli import DELEGATES, build_parser, main
+from okuri.server.cli import BENCH_MOVED, DELEGATES, build_parser, main
 
 
 def fake_module(monkeypatch: pytest.MonkeyPatch, name: str, code: int | None) -> list[list[str]]:
@@ -32,7 +33,7 @@ def test_version_prints_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "okuri 0.0.1"
 
 
-@pytest.mark.parametrize("argv", [[], ["frob"], ["bench"], ["bench", "speed"], ["serve", "x"]])
+@pytest.mark.parametrize("argv", [[], ["frob"], ["serve", "x"]])
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "usage: okuri" in capsys.readouterr().err
@@ -46,19 +47,21 @@ def test_dst_hands_its_arguments_over_verbatim(monkeypatch: pytest.MonkeyPatch) 
     assert calls == [["--seeds", "5", "--start", "7"], ["42"], ["--help"]]
 
 
-def test_bench_cost_hands_its_arguments_over_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = fake_module(monkeypatch, "okuri.bench.cost", None)
-    assert main(["bench", "cost", "--json"]) == 0
-    assert calls == [["--json"]]
+@pytest.mark.parametrize("argv", [["bench"], ["bench", "cost", "--json"], ["bench", "speed"]])
+def test_okuri_bench_says_in_one_line_where_the_bench_went(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == BENCH_MOVED + "\n"
+    assert "python -m bench" in err
 
 
 @pytest.mark.parametrize(
     ("argv", "command", "module"),
     [
         (["dst", "1"], "okuri dst", "okuri.sim.runner"),
-        (["bench", "cost"], "okuri bench cost", "okuri.bench.cost"),
-        (["bench", "cluster"], "okuri bench cluster", "okuri.bench.cluster"),
-        (["bench", "scaleout"], "okuri bench scaleout", "okuri.bench.scaleout"),
+        (["keys", "create"], "okuri keys create", "okuri.principals.keyfile"),
     ],
 )
 def test_a_missing_delegate_is_a_clear_error(
@@ -75,19 +78,11 @@ def test_a_missing_delegate_is_a_clear_error(
     )
 
 
-def test_bench_cluster_hands_its_arguments_over_verbatim_and_its_exit_code(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls = fake_module(monkeypatch, "okuri.bench.cluster", 1)  # 1: a check failed
-    assert main(["bench", "cluster", "--store", "s3", "--json"]) == 1
-    assert calls == [["--store", "s3", "--json"]]
-
-
 def test_serving_loads_no_tool() -> None:
     """`okuri serve` imports the server, never the benchmarks or the simulator."""
     probe = (
         "import sys, okuri.server.cli, okuri.server.app; "
-        "print(sorted(m for m in sys.modules if m.startswith(('okuri.bench', 'okuri.sim'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('bench', 'okuri.sim'))))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -97,9 +92,11 @@ def test_serving_loads_no_tool() -> None:
 def test_a_delegate_without_cli_main_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "okuri.bench.cost", types.ModuleType("okuri.bench.cost"))
-    assert main(["bench", "cost"]) == 1
-    assert "cannot load okuri.bench.cost" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "okuri.sim.runner", types.ModuleType("okuri.sim.runner"))
+    assert main(["dst"]) == 1
+    assert "okuri: error: `okuri dst` cannot load: cannot import name 'cli_main'" in (
+        capsys.readouterr().err
+    )
 
 
 def test_serve_with_a_bad_setting_exits_2_before_starting(

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from okuri.bench.servers import free_port
+from bench.launch import free_port
 from okuri.client import (
     NO_RETRIES,
     AsyncClient,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.launch import answers, free_ports
 from okuri import __version__
-from okuri.bench.servers import answers, free_ports
 from tests.readme import README, README_ENDPOINT, block, environment, run_shell
 
 SERVE_READY_S = 600.0  # the first `make serve` installs okuri and its clients from the index

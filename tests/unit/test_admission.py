@@ -133,7 +133,7 @@ def test_bounds_that_cannot_work_are_refused(
 
 
 def test_the_defaults_leave_room_for_the_largest_benchmark_many_times_over() -> None:
-    """`okuri bench sqs` at its largest on one node: 256 producers and 256 consumers, one
+    """`python -m bench sqs` at its largest on one node: 256 producers and 256 consumers, one
     request each at a time (so 512 requests, 256 of them long polls)."""
     b = Bounds()
     assert b.requests_max >= 4 * 512

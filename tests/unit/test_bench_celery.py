@@ -1,4 +1,4 @@
-"""`okuri bench celery` at a tiny size: real `okuri serve`, a real prefork worker and producer
+"""`python -m bench celery` at a tiny size: real `okuri serve`, a real prefork worker and producer
 processes on okuri:// and sqs://; every task sent runs, and the table is printed. Shapes and
 counts only, never speeds: the machine is shared."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from okuri.bench import celery_bench, celery_brokers, celery_report, ministack
-from okuri.bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
-from okuri.bench.servers import Unavailable
-from okuri.server.cli import main
+from bench import celery_bench, celery_brokers, celery_report, ministack
+from bench.__main__ import main
+from bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
+from bench.servers import Unavailable
 
 
 def test_records_are_fixed_width_and_a_half_written_one_waits_for_the_next_poll(
@@ -34,7 +34,7 @@ def test_records_are_fixed_width_and_a_half_written_one_waits_for_the_next_poll(
 @pytest.mark.slow  # starts two servers, a Celery worker each and producers: about a minute
 def test_bench_celery_runs_every_task_on_okuri_and_sqs(capsys: pytest.CaptureFixture[str]) -> None:
     brokers = "okuri,okuri-unconfirmed,sqs"
-    argv = ["bench", "celery", "--tasks", "20", "--producers", "2", "--brokers", brokers]
+    argv = ["celery", "--tasks", "20", "--producers", "2", "--brokers", brokers]
     assert main([*argv, "--sqs-wait-time-seconds", "1", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result["brokers"]) == set(brokers.split(",")) and result["skipped"] == {}

@@ -1,4 +1,4 @@
-"""`okuri bench cluster`'s parts that need no cluster: the checker, failover, report and flags.
+"""`python -m bench cluster`'s parts that need no cluster: the checker, failover, report and flags.
 
 The checker is judged on hand-written histories (acknowledged, delivered, deleted, with times);
 failover against one loopback HTTP server that answers and one port where nothing listens.
@@ -21,24 +21,26 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import failover
-from okuri.bench.chaos import Chaos
-from okuri.bench.cluster import build_parser, cli_main, parse_args, plan_from, render
-from okuri.bench.cluster_watch import (
+from bench import failover
+from bench.chaos import Chaos
+from bench.cluster import build_parser, cli_main, parse_args, plan_from, render
+from bench.cluster_watch import (
     ManifestWatch,
     Version,
+    copy_kind,
     load_history,
     local_reader,
     message_state,
     node_names,
+    receipt_place,
     story,
     tell,
 )
-from okuri.bench.failover import Caller, Exhausted, NodeSet
-from okuri.bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Received
-from okuri.bench.ledger import Ledger, late_kind, receipt_epoch
-from okuri.bench.servers import Node, free_port
-from okuri.bench.sqs_client import BlockingSqs, Signer, SqsCallError
+from bench.failover import Caller, Exhausted, NodeSet
+from bench.fifo_ledger import DEDUP_WINDOW_S, Answered, FifoLedger, Received
+from bench.ledger import Ledger, late_kind
+from bench.servers import Node, free_port
+from bench.sqs_client import BlockingSqs, Signer, SqsCallError
 from okuri.core.receipts import Receipt
 
 
@@ -72,15 +74,15 @@ def test_a_receive_sent_after_a_delete_answered_that_delivers_it_again_fails_the
     [example] = verdict.after_delete_examples
     assert example["id"] == "m" and example["acknowledged_at_s"] == 0.5
     deleted = example["deleted"]
-    assert {k: deleted[k] for k in ("at_s", "node", "message_id", "epoch")} == {
-        "at_s": 1.2, "node": 2, "message_id": "sqs-m", "epoch": 1
+    assert {k: deleted[k] for k in ("at_s", "node", "message_id", "receipt")} == {
+        "at_s": 1.2, "node": 2, "message_id": "sqs-m", "receipt": receipt(1)
     }  # fmt: skip
-    assert (deleted["slot"], deleted["index"]) == (3, 4)  # from the receipt
     assert deleted["receipt_from"] == {"node": 2, "call": 1}
-    assert [(d["node"], d["epoch"], d["after_delete"]) for d in example["deliveries"]] == [
-        (2, 1, False),
-        (1, 1, True),
+    assert [(d["node"], d["receipt"], d["after_delete"]) for d in example["deliveries"]] == [
+        (2, receipt(1), False),
+        (1, receipt(1), True),
     ]
+    assert verdict.after_delete_kinds == {"same receipt": 1}
     assert example["deliveries"][1]["sent_after_delete_s"] == 0.1
 
 
@@ -138,24 +140,31 @@ def test_a_late_delivery_is_told_with_both_calls_timings_receive_counts_and_fail
     ]
     example = verdict.after_delete_examples[0]
     d = example["deleted"]
-    assert (d["sent_at_s"], d["at_s"], d["epoch"], d["slot"]) == (1.4, 1.6, 2, 7)
+    assert (d["sent_at_s"], d["at_s"], d["receipt"]) == (1.4, 1.6, batch[0][2])
     assert d["call_messages"] == 10 and d["receipt_from"] == {"node": 0, "call": first}
     assert d["unanswered_first"] == [{"node": 2, "sent_at_s": 1.25, "what": "refused"}]
     late = example["deliveries"][-1]
-    assert (late["node"], late["epoch"], late["receive_count"]) == (2, 3, 3)
+    assert (late["node"], late["receipt"], late["receive_count"]) == (2, again[0][2], 3)
     assert (late["sent_after_delete_s"], late["answered_after_delete_s"]) == (5.4, 5.5)
     assert late["after_delete"] and not example["deliveries"][0]["after_delete"]
     assert len(ledger.after_delete_timelines()) == 3
-    assert verdict.after_delete_kinds == {"same copy, later epoch": 3}
+    assert verdict.after_delete_kinds == {"another receipt, receive count went up": 3}
 
 
-def test_a_late_delivery_of_another_copy_is_told_apart_from_the_same_copy_leased_again() -> None:
+def test_the_ledger_tells_late_deliveries_apart_by_opaque_receipts_and_receive_counts() -> None:
+    assert late_kind("r1", "r1") == "same receipt"
+    assert late_kind("r2", "r1", 3, 2) == "another receipt, receive count went up"
+    assert late_kind("r2", "r1", 1, 2) == "another receipt, receive count did not go up"
+    assert late_kind("r2", "r1", None, 2) == "another receipt, receive count unknown"
+
+
+def test_the_watch_tells_another_copy_apart_from_the_same_copy_leased_again() -> None:
     deleted = Receipt("q", "inc", 7, 2, 3).encode()
-    assert late_kind(Receipt("q", "inc", 9, 0, 1).encode(), deleted) == "another copy"
-    assert late_kind(Receipt("q", "inc", 7, 2, 4).encode(), deleted) == "same copy, later epoch"
-    assert late_kind(deleted, deleted) == "same copy, same epoch"
-    assert late_kind(Receipt("q", "inc", 7, 2, 1).encode(), deleted) == "same copy, earlier epoch"
-    assert late_kind("junk", deleted) == "receipt unreadable"
+    assert copy_kind(Receipt("q", "inc", 9, 0, 1).encode(), deleted) == "another copy"
+    assert copy_kind(Receipt("q", "inc", 7, 2, 4).encode(), deleted) == "same copy, later epoch"
+    assert copy_kind(deleted, deleted) == "same copy, same epoch"
+    assert copy_kind(Receipt("q", "inc", 7, 2, 1).encode(), deleted) == "same copy, earlier epoch"
+    assert copy_kind("junk", deleted) == "receipt unreadable"
 
 
 def test_a_body_sent_again_under_another_message_id_is_shown_apart_and_not_counted() -> None:
@@ -175,15 +184,15 @@ def test_a_body_sent_again_under_another_message_id_is_shown_apart_and_not_count
     assert example["send"] == {
         "node": 2, "unanswered_first": [{"node": 1, "sent_at_s": 36.3, "what": "dropped"}]
     }  # fmt: skip
-    assert [d["slot"] for d in example["deliveries"]] == [390, 400]
+    assert [d["receipt"] for d in example["deliveries"]] == [first, second]
     assert verdict.figures()["other_message_after_delete"] == 1
 
 
-def test_receipt_epochs_are_read_for_diagnostics_only() -> None:
-    assert receipt_epoch(receipt(7)) == 7  # a handle of the first format
-    assert receipt_epoch(Receipt("q", "inc", 3, 4, 12).encode()) == 12
-    assert receipt_epoch("not okuri's") is None
-    assert receipt_epoch("okr1!!!") is None
+def test_the_watch_reads_what_a_receipt_names_for_diagnostics_only() -> None:
+    assert receipt_place(receipt(7)) == (3, 4, 7)  # a handle of the first format
+    assert receipt_place(Receipt("q", "inc", 3, 4, 12).encode()) == (3, 4, 12)
+    assert receipt_place("not okuri's") is None
+    assert receipt_place("okr1!!!") is None
 
 
 # --- the FIFO checker ------------------------------------------------------------------------
@@ -496,6 +505,7 @@ def test_the_stories_of_late_messages_are_told_from_a_kept_directory(tmp_path: P
     assert "2 manifest versions seen (v3..v4); 1 messages delivered after delete" in text
     assert '"aa": "node 0"' in text
     assert "slot 7 index 3:" in text and "slot 9 index 0:" in text
+    assert "delivered after delete: another copy (epoch 1)" in text
     assert '"state": "finished (segment dropped)"' in text
 
 

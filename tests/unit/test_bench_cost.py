@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from okuri.bench import cost
+from bench import cost
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_native_rows_are_priced_beside_the_sqs_row_of_the_same_linger_and_rate(
 
 
 def test_the_cost_doc_has_a_row_for_every_scenario_and_the_native_comparison() -> None:
-    """docs/cost.md is pasted from `okuri bench cost` (too slow to rerun here): a row added to
+    """docs/cost.md is pasted from `python -m bench cost` (too slow to rerun here): a row added to
     the bench must be in the doc's table too."""
     doc = (Path(__file__).parents[2] / "docs" / "cost.md").read_text()
     table = doc.split("## Results", 1)[1].split("```")[1]

@@ -1,4 +1,4 @@
-"""`okuri bench floor`: its latency proxy, its arithmetic, its hello-world server, one real run.
+"""`python -m bench floor`: its latency proxy, its arithmetic, its hello-world server, one real run.
 
 The proxy tests sleep for real: added latency is the point. The hello-world server runs
 in-process on a thread of its own, so botocore, okuri.client and kombu (blocking clients) talk
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from okuri.bench import floor_calls, floor_hello, floor_report, latency_proxy, servers
-from okuri.bench.floor_calls import Budget
+from bench import floor_calls, floor_hello, floor_report, latency_proxy, servers
+from bench.floor_calls import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY_S = 0.05
@@ -253,7 +253,7 @@ def test_every_bench_loop_runs_clean_against_hello_world(hello: str) -> None:
 @pytest.mark.slow  # starts servers: `make test`, not `make check`
 def test_bench_floor_json_on_a_local_store_has_every_row_with_a_floor_and_a_ratio() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "okuri.server.cli", "bench", "floor", "--calls", "20", "--json"],
+        [sys.executable, "-m", "bench", "floor", "--calls", "20", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

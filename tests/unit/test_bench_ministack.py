@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from okuri.bench import ministack, sqs, sqs_report
-from okuri.bench.servers import BenchError, Unavailable
+from bench import ministack, sqs, sqs_report
+from bench.servers import BenchError, Unavailable
 
 # Answers GET /_ministack/health on BIND_HOST:GATEWAY_PORT, as ministack does, and notes its env.
 FAKE_MINISTACK = """#!{python}

@@ -1,4 +1,4 @@
-"""`okuri bench native` at a tiny load: both surfaces of one real server move messages, the
+"""`python -m bench native` at a tiny load: both surfaces of one real server move messages, the
 ledger finds none lost, and the figures are shaped as printed.
 
 The slow tests start a real `okuri serve` on 127.0.0.1 for a few seconds; they check shapes and
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import native, native_report, servers
-from okuri.bench.ledger import Ledger
-from okuri.bench.load import Workload
-from okuri.bench.native_load import NativeDriver
-from okuri.server.cli import main
+from bench import launch, native, native_report
+from bench.__main__ import main
+from bench.ledger import Ledger
+from bench.load import Workload
+from bench.native_load import NativeDriver
 
 TINY = ["--seconds", "1.5", "--producers", "2", "--consumers", "2"]
 SHORT = ["--warmup-seconds", "0.5", "--drain-seconds", "5"]
@@ -41,7 +41,7 @@ def assert_moved_without_loss(figures: dict[str, Any]) -> None:
 def test_bench_native_measures_both_surfaces_of_one_server_and_loses_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["bench", "native", *TINY, *SHORT, "--json"]) == 0
+    assert main(["native", *TINY, *SHORT, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["config"]["native_items_per_request"] == 100
     assert result["config"]["sqs_batch_entries"] == 10
@@ -61,7 +61,7 @@ def test_bench_native_measures_both_surfaces_of_one_server_and_loses_nothing(
 def test_bench_native_through_the_python_client_prints_every_figure_and_the_ledger(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["bench", "native", *TINY, *SHORT, "--client", "okuri", "--no-sqs", "--linger-ms", "5"]
+    argv = ["native", *TINY, *SHORT, "--client", "okuri", "--no-sqs", "--linger-ms", "5"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     for label, _, _ in native_report.ROWS:
@@ -109,10 +109,10 @@ def test_out_of_range_flags_are_usage_errors(argv: list[str]) -> None:
 def test_a_server_that_cannot_start_is_one_line_and_exit_code_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(servers, "START_S", 0.0)
+    monkeypatch.setattr(launch, "START_S", 0.0)
     assert native.cli_main(TINY) == 1
     err = capsys.readouterr().err
-    assert err.startswith("okuri bench native: error: okuri serve did not become ready")
+    assert err.startswith("python -m bench native: error: okuri serve did not become ready")
 
 
 class FakeNative:

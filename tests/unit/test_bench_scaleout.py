@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from okuri.bench import scaleout
+from bench import scaleout
 from okuri.errors import PreconditionFailed
 from okuri.store.memory import MemoryStore
 

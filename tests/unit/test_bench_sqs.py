@@ -1,4 +1,4 @@
-"""`okuri bench sqs` at a tiny load: it runs, prints its figures, and really moves messages.
+"""`python -m bench sqs` at a tiny load: it runs, prints its figures, and really moves messages.
 
 These start real `okuri serve` processes (and, in some tests, moto's or ministack's server) on
 127.0.0.1 for a
@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from okuri.bench import load, measure, ministack, servers, sqs, sqs_report
-from okuri.bench.profiler import Profiler
-from okuri.bench.sqs_client import Signer
-from okuri.server.cli import main
+from bench import launch, load, measure, ministack, servers, sqs, sqs_report
+from bench.__main__ import main
+from bench.profiler import Profiler
+from bench.sqs_client import Signer
 from okuri.sqs.sigv4 import SignedRequest, verify
 from okuri.sqs.sigv4_errors import AuthError
 
@@ -47,7 +47,7 @@ def assert_moved_messages(figures: dict[str, Any]) -> None:
 def test_bench_sqs_with_aiobotocore_against_okuri_alone_prints_every_figure(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["bench", "sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]
+    argv = ["sqs", *TINY, *SHORT, "--no-peer", "--linger-ms", "5"]
     assert main([*argv, "--client", "aiobotocore"]) == 0
     out = capsys.readouterr().out
     for label, _, _ in sqs_report.ROWS:
@@ -219,10 +219,10 @@ def test_out_of_range_or_conflicting_flags_are_usage_errors(argv: list[str]) -> 
 def test_a_server_that_cannot_start_is_one_line_and_exit_code_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(servers, "START_S", 0.0)
+    monkeypatch.setattr(launch, "START_S", 0.0)
     assert sqs.cli_main([*TINY, "--no-peer"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("okuri bench sqs: error: okuri serve did not become ready")
+    assert err.startswith("python -m bench sqs: error: okuri serve did not become ready")
 
 
 def test_the_light_clients_signature_is_what_okuri_verifies() -> None:
@@ -575,7 +575,7 @@ def test_a_sequential_client_sends_receives_and_deletes_in_turn_then_drains() ->
         }
     )  # fmt: skip
     assert text.startswith(
-        "okuri bench sqs: 1 sequential client(s) x SendMessageBatch(10), ReceiveMessage(10, "
+        "python -m bench sqs: 1 sequential client(s) x SendMessageBatch(10), ReceiveMessage(10, "
         "wait 0 s), DeleteMessageBatch in turn;"
     )
 
@@ -686,6 +686,6 @@ def test_a_peer_that_cannot_be_installed_is_skipped_with_one_line(
     assert sqs.cli_main(["--peer", "ministack"]) == 0
     out, err = capsys.readouterr()
     [line] = err.splitlines()
-    assert line.startswith("okuri bench sqs: skipping the peer: ministack: cannot make ")
+    assert line.startswith("python -m bench sqs: skipping the peer: ministack: cannot make ")
     assert "peer ministack skipped: ministack: cannot make " in out
     assert "Traceback" not in out + err and "okuri x1/ministack" not in out

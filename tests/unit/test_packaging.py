@@ -15,6 +15,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -102,3 +103,12 @@ def test_okuri_warns_when_the_unrelated_okuri_distribution_is_installed_too(
     assert "pip uninstall okuri okuri-queue" in warned.stderr
     quiet = cli(["--version"])
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_only_okuri_ships_not_the_tools_beside_it() -> None:
+    """bench/, compat/ and tests/ stay in the checkout: the wheel holds okuri's packages only."""
+    setuptools = pytest.importorskip("setuptools")
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = setuptools.find_packages(str(ROOT), include=find["find"]["include"])
+    assert "okuri" in found and "okuri.server" in found
+    assert [p for p in found if p != "okuri" and not p.startswith("okuri.")] == []

@@ -22,7 +22,7 @@ import pytest
 from celery import Celery
 from celery_smoke import HERE, CeleryOkuri, StartWorker
 
-from okuri.bench.servers import free_port
+from bench.launch import free_port
 
 pytestmark = pytest.mark.parametrize("broker", ["okuri"], indirect=True)
 

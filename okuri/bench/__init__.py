@@ -1,1 +1,0 @@
-"""Benchmarks that print figures; never assertions on timing."""
