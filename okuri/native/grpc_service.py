@@ -35,6 +35,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from okuri import access_log
 from okuri.api.grpc_codec import message_class
 from okuri.api.operations import SPECS, OperationSpec
 from okuri.api.v1 import queue_service_pb2 as pb
@@ -121,6 +122,7 @@ class QueueService:
         `gate` admits each call, and each lease that may wait (None: no bounds). `stats`
         counts each call as the HTTP surface counts its requests, as transport "grpc"."""
         self.operations = Operations(engine, clock, gate)
+        self.clock = clock
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
@@ -133,7 +135,7 @@ class QueueService:
         """The service for a grpc server's `add_generic_rpc_handlers`."""
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
             spec.rpc: grpc.unary_unary_rpc_method_handler(
-                self._behaviour(spec.name, self.rpcs[spec.rpc]),
+                self._behaviour(spec, self.rpcs[spec.rpc]),
                 request_deserializer=_reader(message_class(spec.request)),
                 response_serializer=_write,
             )
@@ -142,26 +144,60 @@ class QueueService:
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
 
     def _behaviour(
-        self, operation: str, rpc: Rpc
+        self, spec: OperationSpec, rpc: Rpc
     ) -> Callable[[Message | Garbled, grpc.aio.ServicerContext[Any, Any]], Awaitable[Message]]:
+        """The call's handler: its id goes back in the trailing metadata `x-request-id`, on
+        success and refusal alike; with the access log on, it writes the call's record."""
+        operation = spec.name
+        path = spec.path_field
+        queue_field = path.name if path is not None and path.name == "queue" else ""
+
         async def behaviour(
             request: Message | Garbled, context: grpc.aio.ServicerContext[Any, Any]
         ) -> Message:
+            request_id = self.clock.new_id()
+            ids = ((access_log.REQUEST_ID_HEADER, request_id),)
+            logging_on = access_log.on()
+            started_s = self.clock.monotonic_s() if logging_on else 0.0
+            entry = access_log.Entry(spec.rpc)
             nbytes = 0 if isinstance(request, Garbled) else request.ByteSize()
             try:
                 with self.gate.enter("request", nbytes) if self.gate else contextlib.nullcontext():
                     access = Access(bearer.principal(self.keys, _authorization(context)))
+                    entry.key_id = access.principal.key_id
                     if isinstance(request, Garbled):
                         raise bad_request(request.message, "bad_protobuf")
+                    if queue_field:
+                        entry.queue = getattr(request, queue_field)
                     answer = await rpc(access, request)
                 self.stats.count(operation, "ok", GRPC)
+                context.set_trailing_metadata(ids)
+                if logging_on:
+                    self._log(request_id, entry, context, grpc.StatusCode.OK, started_s)
                 return answer
             except Exception as exc:
                 err = _native(exc)
             self.stats.count(operation, err.code, GRPC)
-            await context.abort(status_of(err), err.message, trailing_metadata=trailers(err))
+            status = status_of(err)
+            if logging_on:
+                self._log(request_id, entry, context, status, started_s)
+            await context.abort(status, err.message, trailing_metadata=(*trailers(err), *ids))
 
         return behaviour
+
+    def _log(
+        self,
+        request_id: str,
+        entry: access_log.Entry,
+        context: grpc.aio.ServicerContext[Any, Any],
+        status: grpc.StatusCode,
+        started_s: float,
+    ) -> None:
+        entry.client_request_id = access_log.client_request_id(
+            _metadata(context, access_log.REQUEST_ID_HEADER)
+        )
+        duration_ms = (self.clock.monotonic_s() - started_s) * 1000
+        access_log.emit("native-grpc", request_id, entry, status.name, duration_ms)
 
     def _rpc(self, spec: OperationSpec) -> Rpc:
         """The RPC of `spec`'s operation: the request message read as the document HTTP
@@ -179,8 +215,12 @@ class QueueService:
 
 
 def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    return _metadata(context, "authorization")
+
+
+def _metadata(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str | None:
     for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
+        if key == name:
             return value if isinstance(value, str) else None
     return None
 

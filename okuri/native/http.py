@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from okuri import limits
+from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
 from okuri.engine import Engine, Gate, Ticket
@@ -50,21 +50,45 @@ class NativeHttp:
         answer is 429 `overloaded` with Retry-After. `stats` counts each request's operation
         and outcome (a new one when absent; another transport of the API may share it)."""
         self.operations = Operations(engine, clock, gate)
+        self.clock = clock
         self.keys = keys
         self.gate = gate
         self.stats = stats or RequestStats()
 
     async def handle(self, request: web.Request) -> web.Response:
+        """Answer `request` with its id in x-request-id; with the access log on, write its
+        record. A client's own x-request-id is logged beside okuri's, never instead of it."""
+        request_id = self.clock.new_id()
+        entry = access_log.Entry(UNKNOWN)
+        if not access_log.on():
+            return await self._handle(request, request_id, entry)
+        started_s = self.clock.monotonic_s()
+        entry.client_request_id = access_log.client_request_id(
+            request.headers.get(access_log.REQUEST_ID_HEADER)
+        )
+        response = await self._handle(request, request_id, entry)
+        duration_ms = (self.clock.monotonic_s() - started_s) * 1000
+        access_log.emit("native-http", request_id, entry, response.status, duration_ms)
+        return response
+
+    async def _handle(
+        self, request: web.Request, request_id: str, entry: access_log.Entry
+    ) -> web.Response:
         operation: str = UNKNOWN
         ticket: Ticket | None = None
+        ids = {access_log.REQUEST_ID_HEADER: request_id}
         try:
             route, queue = _route(request)
-            operation = route
+            operation = entry.action = route
+            if _NAMES_QUEUE.get(route, False):
+                entry.queue = queue
             if self.gate is not None:
                 ticket = self.gate.enter("request", request.content_length)
-            body = await self._run(route, queue, request)
+            body = await self._run(route, queue, request, entry)
             self.stats.count(operation, "ok")
-            return web.Response(status=200, body=codec.dumps(body), content_type=JSON)
+            return web.Response(
+                status=200, body=codec.dumps(body), content_type=JSON, headers=ids
+            )
         except Exception as exc:
             if isinstance(exc, NativeError):
                 err = exc
@@ -78,16 +102,19 @@ class NativeHttp:
                 status=err.status,
                 body=codec.dumps(err.body()),
                 content_type=JSON,
-                headers=err.headers(),
+                headers={**err.headers(), **ids},
             )
         finally:
             if ticket is not None:
                 ticket.release()
 
-    async def _run(self, route: Route, name: str, request: web.Request) -> dict[str, Any]:
+    async def _run(
+        self, route: Route, name: str, request: web.Request, entry: access_log.Entry
+    ) -> dict[str, Any]:
         if route == "openapi":  # no key needed: it describes the API and holds no secret
             return openapi.DOCUMENT
         access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
+        entry.key_id = access.principal.key_id
         target = self.operations.target(route, name)
         if _QUERIES[route]:
             doc = _query(_QUERIES[route], request.query)
@@ -107,6 +134,11 @@ def _route(request: web.Request) -> tuple[Route, str]:
         raise NativeError(405, "method_not_allowed", f"{path} takes {', '.join(sorted(allowed))}.")
     return allowed[method], name
 
+
+# operation -> whether its path names a queue (not an exchange, not nothing).
+_NAMES_QUEUE: Mapping[str, bool] = {
+    name: (f := spec.path_field) is not None and f.name == "queue" for name, spec in SPECS.items()
+}
 
 # operation -> its query fields' types (none: it reads a JSON body).
 _QUERIES: Mapping[Operation, Mapping[str, str]] = {

@@ -145,14 +145,20 @@ async def _listen(
 class Server:
     """One okuri node; `start` then `stop`. `stop` also undoes a start that failed half-way."""
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, node_id: str | None = None
+    ) -> None:
+        """`node_id` names this node in its engine and its JSON log lines (a new one if None)."""
         self.settings = settings
         self.clock = clock or SystemClock()
+        self.node_id = node_id or self.clock.new_id()[:8]
         self.counts = RequestCounts()
         self.health = Health(self.counts, self.clock)
         self.store: ObjectStore | None = None
         self.engine: Engine | None = None
-        access_log = log if settings.log_level == "debug" else None
+        # aiohttp's own access lines in text mode at debug; JSON lines have okuri's access records.
+        text_debug = settings.log_level == "debug" and settings.log_format == "text"
+        access_log = log if text_debug else None
         self._health_runner = web.AppRunner(
             health_app(self.health),
             access_log=access_log,
@@ -245,7 +251,11 @@ class Server:
         self.store = CountingStore(await open_store(settings), self.counts)
         await verify_store(self.store, self.clock)
         self.engine = Engine(
-            self.store, self.clock, linger_ms=settings.linger_ms, ack_logs=settings.ack_logs
+            self.store,
+            self.clock,
+            linger_ms=settings.linger_ms,
+            ack_logs=settings.ack_logs,
+            node_id=self.node_id,
         )
         sqs_gate = self.admission.gate("sqs")
         actions = SqsActions(
@@ -404,10 +414,11 @@ async def serve(
     stop: asyncio.Event,
     clock: Clock | None = None,
     hangup: asyncio.Event | None = None,
+    node_id: str | None = None,
 ) -> int:
     """Run a server until `stop` is set; a stop during start-up abandons the start cleanly.
     Each time `hangup` is set (SIGHUP), the native API's keys file is read again."""
-    server = Server(settings, clock)
+    server = Server(settings, clock, node_id)
     starting = asyncio.ensure_future(server.start())
     stopping = asyncio.ensure_future(stop.wait())
     reloading = asyncio.ensure_future(_reload_on(hangup or asyncio.Event(), server))
@@ -428,7 +439,7 @@ async def serve(
     return 0 if flushed else 1
 
 
-async def _serve_until_signalled(settings: Settings) -> int:
+async def _serve_until_signalled(settings: Settings, node_id: str) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = (signal.SIGTERM, signal.SIGINT)
@@ -445,7 +456,7 @@ async def _serve_until_signalled(settings: Settings) -> int:
     hangup = asyncio.Event()
     loop.add_signal_handler(signal.SIGHUP, hangup.set)
     try:
-        return await serve(settings, stop, hangup=hangup)
+        return await serve(settings, stop, hangup=hangup, node_id=node_id)
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
@@ -467,14 +478,10 @@ def _run(main: Coroutine[Any, Any, int]) -> int:
 
 def run(settings: Settings) -> int:
     """Serve until signalled; the process exit code."""
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    logs.install()
+    node_id = SystemClock().new_id()[:8]
+    logs.configure(settings.log_level, settings.log_format, node_id)
     try:
-        return _run(_serve_until_signalled(settings))
+        return _run(_serve_until_signalled(settings, node_id))
     except StartupError as err:
         print(f"okuri: error: {err}", file=sys.stderr)
         return 1

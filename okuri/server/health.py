@@ -10,12 +10,13 @@ second, so a probe storm cannot turn into a storm of billed requests.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
 
 from aiohttp import web
 
-from okuri import __version__, limits
+from okuri import __version__, access_log, limits
 from okuri.clock import Clock
 from okuri.engine import Admission
 from okuri.errors import StoreError
@@ -136,6 +137,31 @@ def admission_lines(admission: Admission) -> list[str]:
 
 
 def health_app(health: Health) -> web.Application:
+    """The listener's routes; each answer carries x-request-id, and with the access log on each
+    request has a record at DEBUG (probes and scrapes come every few seconds: at INFO they
+    would drown the requests that matter)."""
+    clock = health.clock
+
+    @web.middleware
+    async def request_ids(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        request_id = clock.new_id()
+        logging_on = access_log.on(logging.DEBUG)
+        started_s = clock.monotonic_s() if logging_on else 0.0
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:  # 404, 405: answered by aiohttp
+            response = exc
+        response.headers[access_log.REQUEST_ID_HEADER] = request_id
+        if logging_on:
+            entry = access_log.Entry(request.path)
+            duration_ms = (clock.monotonic_s() - started_s) * 1000
+            access_log.emit(
+                "health", request_id, entry, response.status, duration_ms, logging.DEBUG
+            )
+        return response
+
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -149,7 +175,7 @@ def health_app(health: Health) -> web.Application:
             headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
         )
 
-    app = web.Application()
+    app = web.Application(middlewares=[request_ids])
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

@@ -32,6 +32,7 @@ SECRETS = ("secret_access_key", "s3_secret_access_key", "admin_key")
 ADMIN_KEY_CHARS_MIN = 16
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+LOG_FORMATS = ("text", "json")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _PORT = re.compile(r"[0-9]{1,5}")
@@ -98,6 +99,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
     Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
+    Option("log_format", "text",
+           "'text' lines for people, or 'json': one JSON object per line for log pipelines, "
+           "with an access record per request", "text|json"),
     Option("auth", "on", "SigV4 signature and bearer key checks: 'on', or 'off' for local "
            "experiments only", "on|off"),
     Option("admin_key", None,
@@ -187,6 +191,7 @@ class Settings:
     region: str
     account_id: str
     log_level: str
+    log_format: str = "text"
     auth: bool = True
     admin_key: str | None = field(default=None, repr=False)
     api_keys_file: str | None = None
@@ -278,6 +283,7 @@ class Settings:
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
             log_level=raw.choice("log_level", LOG_LEVELS),
+            log_format=raw.choice("log_format", LOG_FORMATS),
             auth=raw.choice("auth", ("on", "off")) == "on",
             admin_key=raw.secret("admin_key", ADMIN_KEY_CHARS_MIN),
             api_keys_file=raw.optional("api_keys_file"),

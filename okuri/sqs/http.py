@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 import orjson
 from aiohttp import web
 
-from okuri import __version__
+from okuri import __version__, access_log
 from okuri.clock import Clock
 from okuri.engine import Gate, Refused, Ticket
 from okuri.errors import OkuriError
@@ -105,7 +105,20 @@ class SqsHttp:
         return lines
 
     async def handle(self, request: web.Request) -> web.Response:
+        """Answer `request`; with the access log on, write its record (same id as answered)."""
         request_id = self.clock.new_id()
+        entry = access_log.Entry("Unknown")
+        if not access_log.on():
+            return await self._handle(request, request_id, entry)
+        started_s = self.clock.monotonic_s()
+        response = await self._handle(request, request_id, entry)
+        duration_ms = (self.clock.monotonic_s() - started_s) * 1000
+        access_log.emit("sqs", request_id, entry, response.status, duration_ms)
+        return response
+
+    async def _handle(
+        self, request: web.Request, request_id: str, entry: access_log.Entry
+    ) -> web.Response:
         action = "Unknown"
         is_query = False
         ticket: Ticket | None = None
@@ -115,9 +128,11 @@ class SqsHttp:
                 and request.path == "/"
                 and not request.query_string
             ):
+                entry.action = "ServiceInfo"
                 return web.Response(
                     body=orjson.dumps({"service": "okuri", "version": __version__}),
                     content_type="application/json",
+                    headers={"x-amzn-RequestId": request_id},
                 )
             if (
                 request.method in ("GET", "HEAD")
@@ -148,13 +163,17 @@ class SqsHttp:
                 ) from None
             table = self.keys() if self.keys is not None else None
             principal = self._authenticate(request, body, table)
-            caller = principal.key_id
+            caller = entry.key_id = principal.key_id
             if is_query:
                 action, params = self._query_request(request, body)
             else:
                 action = self._action(request)
                 params = self._json_members(body)
+            entry.action = action
+            if isinstance(params, dict):
+                entry.params = params  # the queue, for the record of a request refused next
             params = check_request(action, params)
+            entry.params = params
             actions = self.regional(_signed_region(request)) if self.regional else self.actions
             if table is not None:
                 params = access.authorize(actions, principal, action, params)
@@ -175,6 +194,10 @@ class SqsHttp:
                 log.exception("request %s (%s) failed", request_id, action)
                 err = SqsError("InternalFailure", "The request could not be processed.", 500, False)
             self._count(action, err.code)
+            # Refused before its action was decoded: the one it names, if its header or URL does.
+            entry.action = action if action != "Unknown" else _named_action(request)
+            if not entry.key_id:  # refused before it was verified: the id it claims
+                entry.key_id = _claimed_key_id(request)
             return error_response(err, request_id, is_query)
         finally:
             if ticket is not None:
@@ -256,6 +279,17 @@ def _named_action(request: web.Request) -> str:
 
 
 _CREDENTIAL_SCOPE = re.compile(r"Credential=[^/,\s]+/[0-9]{8}/([^/,\s]+)/")
+_CREDENTIAL_KEY = re.compile(r"Credential=([A-Za-z0-9_.-]{1,128})/")
+
+
+def _claimed_key_id(request: web.Request) -> str:
+    """The access key id a refused request claims (header or presigned), for its log record
+    only: not verified, and never a secret."""
+    found = _CREDENTIAL_KEY.search(request.headers.get("Authorization", ""))
+    if found is not None:
+        return found.group(1)
+    claimed = request.rel_url.query.get("X-Amz-Credential", "").partition("/")[0]
+    return claimed if _CREDENTIAL_KEY.fullmatch(f"Credential={claimed}/") else ""
 
 
 def _signed_region(request: web.Request) -> str | None:

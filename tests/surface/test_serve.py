@@ -199,6 +199,7 @@ def test_other_bad_settings_exit_2_naming_the_variable(
         ({"OKURI_LINGER_MS": "-5"}, "OKURI_LINGER_MS='-5'"),
         ({"OKURI_LISTEN": "127.0.0.1:http"}, "OKURI_LISTEN='127.0.0.1:http'"),
         ({"OKURI_S3_ACCESS_KEY_ID": "AKIA", "OKURI_S3_BUCKET": "b"}, "OKURI_S3_SECRET_ACCESS_KEY"),
+        ({"OKURI_LOG_FORMAT": "logfmt"}, "OKURI_LOG_FORMAT='logfmt': expected one of text, json"),
     ]:
         result = run_to_exit({**env, "OKURI_DATA_DIR": str(tmp_path)})
         assert result.returncode == 2, result.stderr

@@ -192,6 +192,14 @@ def test_ack_logs_are_on_for_a_local_directory_and_off_on_s3_unless_asked() -> N
     assert "OKURI_ACK_LOGS='sometimes'" in load_error({"OKURI_ACK_LOGS": "sometimes"})
 
 
+def test_log_format_is_text_unless_json_is_asked_for() -> None:
+    assert Settings.load({}).log_format == "text"
+    assert Settings.load({"OKURI_LOG_FORMAT": "JSON"}).log_format == "json"
+    assert Settings.load({}, {"log_format": "json"}).log_format == "json"
+    message = load_error({"OKURI_LOG_FORMAT": "logfmt"})
+    assert message == "OKURI_LOG_FORMAT='logfmt': expected one of text, json"
+
+
 # --- one-line errors --------------------------------------------------------------------------
 
 
