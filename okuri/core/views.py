@@ -67,6 +67,21 @@ def counts(st: QueueState, now_ms: int) -> Counts:
     return Counts(visible, in_flight, delayed)
 
 
+def oldest_visible_sent_ms(st: QueueState, now_ms: int) -> int | None:
+    """When the oldest visible message was sent (None: none is visible), to the resolution of a
+    segment: its messages share one send time, within a linger. As SQS's
+    ApproximateAgeOfOldestMessage, a message received and visible again counts from its send."""
+    cutoff = st.retention_cutoff(now_ms)
+    oldest: int | None = None
+    for seg in st.segments.values():
+        if seg.sent_ms <= cutoff or (oldest is not None and seg.sent_ms >= oldest):
+            continue
+        hidden = sum(1 for _, until_ms, _ in seg.leases.values() if until_ms > now_ms)
+        if seg.remaining() > hidden:
+            oldest = seg.sent_ms
+    return oldest
+
+
 def next_expiry_ms(st: QueueState, now_ms: int) -> int | None:
     """When the earliest lease or delay that hides a message runs out, if any does."""
     soonest: int | None = None

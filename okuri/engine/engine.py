@@ -20,7 +20,7 @@ from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, Touch, VisibilityResult
-from okuri.core.views import Counts, QueueView, counts
+from okuri.core.views import Counts, QueueView, counts, oldest_visible_sent_ms
 from okuri.engine.cache import SegmentCache
 from okuri.engine.exchanges import Exchanges
 from okuri.engine.expiry import Expiry, ExpirySweeper
@@ -367,6 +367,16 @@ class Engine:
         now = self.clock.now_ms()
         return {
             name: counts(rt.state, now) for name, rt in self._queues.items() if rt.state is not None
+        }
+
+    def cached_oldest_visible_ms(self) -> dict[str, int | None]:
+        """Per queue this node has touched: when its oldest visible message was sent (None for
+        none), from cached manifests only, like `cached_counts`."""
+        now = self.clock.now_ms()
+        return {
+            name: oldest_visible_sent_ms(rt.state, now)
+            for name, rt in self._queues.items()
+            if rt.state is not None
         }
 
     def cached_unadopted_slots(self) -> dict[str, int]:

@@ -358,6 +358,16 @@ class Server:
             ):
                 lines.append(f'okuri_queue_messages{{queue="{name}",state="{state}"}} {n}')
         lines += [
+            "# HELP okuri_queue_oldest_message_age_seconds Age of the oldest visible message "
+            "per queue (0 when none is visible), from this node's cached manifests.",
+            "# TYPE okuri_queue_oldest_message_age_seconds gauge",
+        ]
+        oldest = self.engine.cached_oldest_visible_ms() if self.engine is not None else {}
+        now_ms = self.clock.now_ms()
+        for name, sent_ms in sorted(oldest.items()):
+            age_s = 0.0 if sent_ms is None else max(now_ms - sent_ms, 0) / 1000
+            lines.append(f'okuri_queue_oldest_message_age_seconds{{queue="{name}"}} {age_s:g}')
+        lines += [
             "# HELP okuri_queue_unadopted_slots Slots this node knows to be written past the "
             "queue's manifest cursor, not yet adopted by any consumer.",
             "# TYPE okuri_queue_unadopted_slots gauge",

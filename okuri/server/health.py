@@ -74,8 +74,9 @@ class Health:
         self._last = (now_s, ready, reason)
         return ready, reason
 
-    def metrics(self) -> str:
-        text = render_metrics(self.counts.snapshot(), dict(self.engine_stats))
+    def metrics(self, ready: bool = False) -> str:
+        """The exposition; `ready` is what readiness answers now (okuri_ready)."""
+        text = render_metrics(self.counts.snapshot(), dict(self.engine_stats), ready)
         extra = [line for source in self.sources for line in source()]
         return text + ("\n".join(extra) + "\n" if extra else "")
 
@@ -84,12 +85,17 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_metrics(store_requests: Mapping[str, int], engine_events: Mapping[str, int]) -> str:
+def render_metrics(
+    store_requests: Mapping[str, int], engine_events: Mapping[str, int], ready: bool = False
+) -> str:
     """Prometheus text exposition format 0.0.4."""
     lines = [
         "# HELP okuri_up 1 while the server process runs.",
         "# TYPE okuri_up gauge",
         "okuri_up 1",
+        "# HELP okuri_ready 1 while /readyz answers 200: serving, and its bucket answers.",
+        "# TYPE okuri_ready gauge",
+        f"okuri_ready {int(ready)}",
         "# HELP okuri_build_info The running okuri version.",
         "# TYPE okuri_build_info gauge",
         f'okuri_build_info{{version="{_label(__version__)}"}} 1',
@@ -170,8 +176,9 @@ def health_app(health: Health) -> web.Application:
         return web.Response(status=200 if ready else 503, text=reason + "\n")
 
     async def metrics(request: web.Request) -> web.Response:
+        ready, _ = await health.readiness()  # reused for a second: a scrape costs no more
         return web.Response(
-            body=health.metrics().encode(),
+            body=health.metrics(ready).encode(),
             headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
         )
 

@@ -88,6 +88,7 @@ async def test_readiness_follows_the_server_from_starting_to_serving_to_stopping
             assert await fetch(session, "GET", health + "/readyz") == (200, "ready\n")
             status, text = await fetch(session, "GET", health + "/metrics")
             assert status == 200 and 'okuri_store_requests_total{class="list"} 1' in text
+            assert "\nokuri_ready 1\n" in text  # the readiness just answered, reused
             status, text = await fetch(session, "DELETE", main + "/anything")
             assert status == 403 and "MissingAuthenticationToken" in text
             assert (await fetch(session, "HEAD", main + "/"))[0] == 200
@@ -121,6 +122,8 @@ def test_metrics_escape_label_values_and_list_engine_events() -> None:
     assert 'okuri_store_requests_total{class="put"} 3\n' in text
     assert 'okuri_engine_events_total{event="odd\\"event\\\\"} 2\n' in text
     assert text.endswith("\n")
+    assert "\nokuri_ready 0\n" in text  # not ready unless told
+    assert "\nokuri_ready 1\n" in render_metrics({}, {}, ready=True)
 
 
 async def test_a_store_that_ignores_conditional_writes_is_refused() -> None:

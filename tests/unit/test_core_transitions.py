@@ -32,7 +32,13 @@ from okuri.core.transitions import (
     SetAttributes,
     apply,
 )
-from okuri.core.views import Counts, counts, has_visible, next_expiry_ms
+from okuri.core.views import (
+    Counts,
+    counts,
+    has_visible,
+    next_expiry_ms,
+    oldest_visible_sent_ms,
+)
 
 T0 = 1_700_000_000_000  # an arbitrary "now" in ms; the core never reads a clock
 VIS = 30_000
@@ -721,6 +727,21 @@ def test_counts_split_visible_inflight_and_delayed() -> None:
     g = res.granted[0]
     st = step(st, T0 + 1, Ack(g.seq, g.idx, g.epoch)).state
     assert counts(st, T0 + 1) == Counts(visible=1, in_flight=1, delayed=1)
+
+
+def test_oldest_visible_skips_leased_delayed_and_finished_segments() -> None:
+    st = adopt(fresh(), 1, now_ms=T0)  # segment 0: one message, leased below
+    st = adopt(st, 1, now_ms=T0 + 100, delays=((0, T0 + 10_000),))  # segment 1: delayed
+    st = adopt(st, 2, now_ms=T0 + 200)  # segment 2: visible
+    assert oldest_visible_sent_ms(st, T0 + 300) == T0
+    st, res = lease(st, T0 + 300, n=1, vis=5_000)
+    assert at(res.granted) == [(0, 0)]
+    assert oldest_visible_sent_ms(st, T0 + 300) == T0 + 200
+    assert oldest_visible_sent_ms(st, T0 + 10_000) == T0  # lease and delay both ran out
+    g = res.granted[0]
+    st = step(st, T0 + 400, Ack(g.seq, g.idx, g.epoch)).state
+    assert oldest_visible_sent_ms(st, T0 + 10_000) == T0 + 100
+    assert oldest_visible_sent_ms(fresh(), T0) is None
 
 
 def test_counts_add_up() -> None:
