@@ -150,7 +150,10 @@ class QueueService:
         success and refusal alike; with the access log on, it writes the call's record."""
         operation = spec.name
         path = spec.path_field
-        queue_field = path.name if path is not None and path.name == "queue" else ""
+        # The request field naming the queue, for the log: the path's, or a create's name.
+        queue_field = "name" if operation == "create_queue" else ""
+        if path is not None and path.name == "queue":
+            queue_field = path.name
 
         async def behaviour(
             request: Message | Garbled, context: grpc.aio.ServicerContext[Any, Any]

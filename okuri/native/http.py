@@ -120,6 +120,8 @@ class NativeHttp:
             doc = _query(_QUERIES[route], request.query)
         else:
             doc = await _body(request)
+            if route == "create_queue" and isinstance(doc.get("name"), str):
+                entry.queue = doc["name"]  # named in the body, not the path
         return await self.operations.run(route, access, target, doc)
 
 

@@ -106,9 +106,10 @@ def test_native_http_answers_and_logs_its_request_id(server: ServerProcess) -> N
     made = server.request("POST", "/v1/queues", b'{"name": "native-logged"}', auth)
     assert made.status == 200, made.text
     record = access_record(server, made.headers["x-request-id"])
-    assert (record["surface"], record["action"], record["status"]) == (
+    assert (record["surface"], record["action"], record["queue"], record["status"]) == (
         "native-http",
         "create_queue",
+        "native-logged",
         200,
     )
     got = server.request("GET", "/v1/queues/native-logged", None, {**auth, "x-request-id": "c-1"})
@@ -138,7 +139,7 @@ def test_grpc_calls_carry_their_request_id_in_trailing_metadata(server: ServerPr
         assert {k: record[k] for k in ("surface", "action", "queue", "status", "key_id")} == {
             "surface": "native-grpc",
             "action": "CreateQueue",
-            "queue": None,  # a create names its queue in the body, not as the path's queue
+            "queue": "rpc-logged",
             "status": "OK",
             "key_id": "admin-key",
         }
