@@ -95,7 +95,9 @@ class NativeHttp:
             elif isinstance(exc, OkuriError):
                 err = from_okuri(exc)
             else:
-                log.exception("native request %s %s failed", request.method, request.path)
+                log.exception(
+                    "native request %s (%s %s) failed", request_id, request.method, request.path
+                )
                 err = NativeError(500, "internal", "The request could not be processed.")
             self.stats.count(operation, err.code)
             return web.Response(
