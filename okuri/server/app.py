@@ -22,7 +22,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
-from botocore.exceptions import BotoCoreError
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
@@ -48,7 +47,6 @@ from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.local import LocalStore
 from okuri.store.port import ObjectStore
-from okuri.store.s3 import S3Store
 
 log = logging.getLogger("okuri.server")
 
@@ -74,6 +72,12 @@ async def open_store(settings: Settings) -> ObjectStore:
     """The store the settings ask for: S3 when a bucket is set, else the local directory."""
     if settings.s3_bucket is None:
         return await asyncio.to_thread(_local_store, settings.data_dir)
+    # The S3 adapter (aiobotocore, botocore: half a second of imports) loads only for S3, so
+    # a server on a directory or in memory (an embedded one in tests) starts without it.
+    from botocore.exceptions import BotoCoreError
+
+    from okuri.store.s3 import S3Store
+
     try:
         return await S3Store(
             settings.s3_bucket,
