@@ -42,9 +42,12 @@ KOMBU_MISSING = (
 class _Plan:
     """Which okuri this process's tests use, the one running, and the last reset's scope."""
 
-    def __init__(self, external: OkuriServer | None, reset_each_test: bool) -> None:
+    def __init__(
+        self, external: OkuriServer | None, reset_each_test: bool, worker: str | None
+    ) -> None:
         self.external = external
         self.reset_each_test = reset_each_test
+        self.worker = worker  # this process's pytest-xdist worker id, if it is one
         self.server: OkuriServer | None = None
         self._last_scope: str | None = None
 
@@ -83,9 +86,8 @@ class _Plan:
         if server is None:
             return "okuri: not started"
         where = "in this process, in memory" if server.in_process else "external"
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
-        if worker and server.in_process:
-            where += f", xdist worker {worker}'s own"
+        if self.worker is not None and server.in_process:
+            where += f", xdist worker {self.worker}'s own"
         return (
             f"okuri endpoint: {server.endpoint_url} ({where}; region {server.region}; native "
             f"API {server.native_url}/v1/, gRPC {server.grpc_url})"
@@ -197,7 +199,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 "--okuri-url (each worker then starts its own okuri), or run without -n, or "
                 f"set `{RESET_INI} = never` and give each test queues of its own"
             )
-    config.stash[_PLAN] = _Plan(external, reset == "test")
+    workerinput = getattr(config, "workerinput", None)  # set by pytest-xdist on its workers
+    worker = None if workerinput is None else str(workerinput.get("workerid", "?"))
+    config.stash[_PLAN] = _Plan(external, reset == "test", worker)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

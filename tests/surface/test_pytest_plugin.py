@@ -214,12 +214,17 @@ def test_a_suite_in_two_xdist_workers_passes_each_worker_on_its_own_okuri(
             assert [m["Body"] for m in got] == [str(n)]
             worker = os.environ["PYTEST_XDIST_WORKER"]
             Path(f"seen-{n}").write_text(f"{worker} {okuri_server.endpoint_url}")
+
+
+        def test_a_failure_names_the_workers_okuri(okuri_sqs):
+            assert False
         """
     )
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-n", "2", timeout=SUBPROCESS_TIMEOUT_S
     )
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=20, failed=1)
+    result.stdout.fnmatch_lines(["okuri endpoint: http://127.0.0.1:* (*xdist worker gw?'s own;*"])
     seen = {tuple(p.read_text().split()) for p in Path(pytester.path).glob("seen-*")}
     workers = {worker for worker, _ in seen}
     endpoints = {endpoint for _, endpoint in seen}
