@@ -22,7 +22,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
-from botocore.exceptions import BotoCoreError
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
@@ -48,7 +47,6 @@ from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.local import LocalStore
 from okuri.store.port import ObjectStore
-from okuri.store.s3 import S3Store
 
 log = logging.getLogger("okuri.server")
 
@@ -74,6 +72,12 @@ async def open_store(settings: Settings) -> ObjectStore:
     """The store the settings ask for: S3 when a bucket is set, else the local directory."""
     if settings.s3_bucket is None:
         return await asyncio.to_thread(_local_store, settings.data_dir)
+    # The S3 adapter (aiobotocore, botocore: half a second of imports) loads only for S3, so
+    # a server on a directory or in memory (an embedded one in tests) starts without it.
+    from botocore.exceptions import BotoCoreError
+
+    from okuri.store.s3 import S3Store
+
     try:
         return await S3Store(
             settings.s3_bucket,
@@ -146,11 +150,18 @@ class Server:
     """One okuri node; `start` then `stop`. `stop` also undoes a start that failed half-way."""
 
     def __init__(
-        self, settings: Settings, clock: Clock | None = None, node_id: str | None = None
+        self,
+        settings: Settings,
+        clock: Clock | None = None,
+        store: ObjectStore | None = None,
+        node_id: str | None = None,
     ) -> None:
-        """`node_id` names this node in its engine and its JSON log lines (a new one if None)."""
+        """`store`: an open store to serve from instead of the one the settings name (an
+        embedded server in memory, okuri/server/embedded.py); the server closes it on stop.
+        `node_id` names this node in its engine and its JSON log lines (a new one if None)."""
         self.settings = settings
         self.clock = clock or SystemClock()
+        self._given_store = store
         self.node_id = node_id or self.clock.new_id()[:8]
         self.counts = RequestCounts()
         self.health = Health(self.counts, self.clock)
@@ -248,7 +259,8 @@ class Server:
     async def start(self) -> None:
         settings = self.settings
         await _listen(self._health_runner, settings.health_listen, "health")
-        self.store = CountingStore(await open_store(settings), self.counts)
+        opened = self._given_store if self._given_store is not None else await open_store(settings)
+        self.store = CountingStore(opened, self.counts)
         await verify_store(self.store, self.clock)
         self.engine = Engine(
             self.store,
@@ -327,7 +339,9 @@ class Server:
             __version__,
             ", ".join(self.urls),
             ", ".join(self.health_urls),
-            settings.describe_store(),
+            settings.describe_store()
+            if self._given_store is None
+            else f"{type(self._given_store).__name__} (given)",
             settings.linger_ms,
             self._peer_url or "(nowhere: it never leads)",
         )
@@ -342,6 +356,11 @@ class Server:
                 "the native API (/v1/) refuses every request until a key is configured: set "
                 "OKURI_ADMIN_KEY or OKURI_API_KEYS_FILE"
             )
+
+    def engines(self) -> list[Engine]:
+        """Every engine serving: the home region's, then each other region's in use."""
+        home = [] if self.engine is None else [self.engine]
+        return home + ([] if self.regions is None else self.regions.engines())
 
     def _depth_lines(self) -> list[str]:
         lines = [
@@ -428,7 +447,7 @@ async def serve(
 ) -> int:
     """Run a server until `stop` is set; a stop during start-up abandons the start cleanly.
     Each time `hangup` is set (SIGHUP), the native API's keys file is read again."""
-    server = Server(settings, clock, node_id)
+    server = Server(settings, clock, node_id=node_id)
     starting = asyncio.ensure_future(server.start())
     stopping = asyncio.ensure_future(stop.wait())
     reloading = asyncio.ensure_future(_reload_on(hangup or asyncio.Event(), server))
