@@ -35,6 +35,10 @@ from tests.servers import (  # noqa: E402  (after the sys.path fix)
     start_server,
 )
 
+# pytester: the tests of okuri's pytest plugin (tests/surface/test_pytest_plugin*.py) run users'
+# suites through it.
+pytest_plugins = ["pytester"]
+
 S3_REGION = "us-east-1"
 S3_KEY_ID = "testing"
 S3_SECRET = "testing"

@@ -22,7 +22,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
-from botocore.exceptions import BotoCoreError
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
@@ -48,7 +47,6 @@ from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.local import LocalStore
 from okuri.store.port import ObjectStore
-from okuri.store.s3 import S3Store
 
 log = logging.getLogger("okuri.server")
 
@@ -74,6 +72,12 @@ async def open_store(settings: Settings) -> ObjectStore:
     """The store the settings ask for: S3 when a bucket is set, else the local directory."""
     if settings.s3_bucket is None:
         return await asyncio.to_thread(_local_store, settings.data_dir)
+    # The S3 adapter (aiobotocore, botocore: half a second of imports) loads only for S3, so
+    # a server on a directory or in memory (an embedded one in tests) starts without it.
+    from botocore.exceptions import BotoCoreError
+
+    from okuri.store.s3 import S3Store
+
     try:
         return await S3Store(
             settings.s3_bucket,
@@ -145,9 +149,14 @@ async def _listen(
 class Server:
     """One okuri node; `start` then `stop`. `stop` also undoes a start that failed half-way."""
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, store: ObjectStore | None = None
+    ) -> None:
+        """`store`: an open store to serve from instead of the one the settings name (an
+        embedded server in memory, okuri/server/embedded.py); the server closes it on stop."""
         self.settings = settings
         self.clock = clock or SystemClock()
+        self._given_store = store
         self.counts = RequestCounts()
         self.health = Health(self.counts, self.clock)
         self.store: ObjectStore | None = None
@@ -242,7 +251,8 @@ class Server:
     async def start(self) -> None:
         settings = self.settings
         await _listen(self._health_runner, settings.health_listen, "health")
-        self.store = CountingStore(await open_store(settings), self.counts)
+        opened = self._given_store if self._given_store is not None else await open_store(settings)
+        self.store = CountingStore(opened, self.counts)
         await verify_store(self.store, self.clock)
         self.engine = Engine(
             self.store, self.clock, linger_ms=settings.linger_ms, ack_logs=settings.ack_logs
@@ -317,7 +327,9 @@ class Server:
             __version__,
             ", ".join(self.urls),
             ", ".join(self.health_urls),
-            settings.describe_store(),
+            settings.describe_store()
+            if self._given_store is None
+            else f"{type(self._given_store).__name__} (given)",
             settings.linger_ms,
             self._peer_url or "(nowhere: it never leads)",
         )
@@ -332,6 +344,11 @@ class Server:
                 "the native API (/v1/) refuses every request until a key is configured: set "
                 "OKURI_ADMIN_KEY or OKURI_API_KEYS_FILE"
             )
+
+    def engines(self) -> list[Engine]:
+        """Every engine serving: the home region's, then each other region's in use."""
+        home = [] if self.engine is None else [self.engine]
+        return home + ([] if self.regions is None else self.regions.engines())
 
     def _depth_lines(self) -> list[str]:
         lines = [

@@ -10,8 +10,11 @@ composition root (the public name is `okuri.embedded`):
   tests that want queues without a network.
 - `serve_in_thread`: a context manager running a complete `okuri serve` (SQS, the native API
   under /v1/, health and metrics) on a background thread with its own event loop, on
-  127.0.0.1 ports the system picks, with fresh keys. For tests of programs that talk to okuri
-  over HTTP (the native client, boto3) without starting a process.
+  127.0.0.1 ports the system picks, with fresh keys, on a directory or in memory. For tests of
+  programs that talk to okuri over HTTP (the native client, boto3) without starting a process;
+  `Served.reset()` deletes every queue and exchange between tests through the engines
+  themselves (okuri.testing's pytest plugin resets that way), which no HTTP request can match
+  for speed.
 
 Documented in docs/embedding.md, whose examples tests/surface/test_embedding_docs.py runs.
 """
@@ -24,13 +27,14 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from okuri import limits
 from okuri.clock import SystemClock, new_access_key_id, new_secret
 from okuri.engine import Engine
+from okuri.errors import ExchangeDoesNotExist, QueueDoesNotExist
 from okuri.server.app import Server
 from okuri.server.settings import Settings
 from okuri.store.local import LocalStore
@@ -39,6 +43,8 @@ from okuri.store.port import ObjectStore
 
 embedded_start_s_max = limits.startup_check_s + 30.0  # start-up check, then the listeners
 embedded_stop_s_max = limits.shutdown_grace_s + limits.flush_timeout_s + 5.0
+embedded_reset_s_max = 60.0  # every queue of a test's leftovers, deleted one request each
+wipe_pages_max = 100  # pages of names a reset deletes, per engine and kind: 100,000 queues
 
 
 class Embedded:
@@ -102,26 +108,40 @@ class Served:
     access_key_id: str  # an SQS key pair, an admin of every queue
     secret_access_key: str = field(repr=False)
     region: str
-    data_dir: str
+    data_dir: str | None  # None: in memory
+    _reset: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def reset(self) -> None:
+        """Delete every queue and exchange, of every region, as if the server had just
+        started: between tests. Not while requests are in flight: one racing the reset may
+        leave its queue behind or fail."""
+        if self._reset is None:
+            raise RuntimeError("this server cannot be reset")
+        self._reset()
 
 
 @contextlib.contextmanager
 def serve_in_thread(
     data_dir: str | os.PathLike[str] | None = None,
     *,
+    memory: bool = False,
     admin_key: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Iterator[Served]:
     """Run `okuri serve` on a thread of its own until the block ends, on 127.0.0.1 ports the
-    system picks, storing in `data_dir` (None: a temporary directory removed afterwards).
+    system picks, storing in `data_dir` (None: a temporary directory removed afterwards), or
+    with `memory=True` in memory (no directory, no fsync: the fastest for tests; gone when the
+    block ends).
 
     `admin_key` is the native API's admin key (None: a fresh random one), and SQS gets a fresh
     key pair; both are in the `Served` the block receives. `environ` gives further settings as
     the OKURI_* variables `okuri serve` reads (e.g. OKURI_API_KEYS_FILE, OKURI_LINGER_MS; the
     process's own environment is not read). A server that cannot start raises here (its
     StartupError, or SettingsError for a setting it refuses)."""
+    if memory and data_dir is not None:
+        raise ValueError("serve_in_thread: give data_dir or memory=True, not both")
     with contextlib.ExitStack() as stack:
-        if data_dir is None:
+        if data_dir is None and not memory:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="okuri-"))
         key_id, secret = new_access_key_id("OKEM", 16), new_secret(30)
         settings = Settings.load(
@@ -130,13 +150,13 @@ def serve_in_thread(
                 **(environ or {}),
                 "OKURI_LISTEN": "127.0.0.1:0",
                 "OKURI_HEALTH_LISTEN": "127.0.0.1:0",
-                "OKURI_DATA_DIR": os.fspath(data_dir),
+                **({} if data_dir is None else {"OKURI_DATA_DIR": os.fspath(data_dir)}),
                 "OKURI_ADMIN_KEY": admin_key or new_secret(),
                 "OKURI_ACCESS_KEY_ID": key_id,
                 "OKURI_SECRET_ACCESS_KEY": secret,
             }
         )
-        runner = _ServerThread(settings)
+        runner = _ServerThread(settings, MemoryStore() if memory else None)
         urls, health_urls = runner.start()
         try:
             yield Served(
@@ -146,7 +166,8 @@ def serve_in_thread(
                 access_key_id=key_id,
                 secret_access_key=secret,
                 region=settings.region,
-                data_dir=os.path.abspath(settings.data_dir),
+                data_dir=None if memory else os.path.abspath(settings.data_dir),
+                _reset=runner.reset,
             )
         finally:
             runner.stop()
@@ -155,8 +176,10 @@ def serve_in_thread(
 class _ServerThread:
     """One `Server` on its own thread and event loop, started and stopped from another."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, store: ObjectStore | None = None) -> None:
         self.settings = settings
+        self._store = store
+        self._server: Server | None = None
         self._ready: concurrent.futures.Future[tuple[list[str], list[str]]] = (
             concurrent.futures.Future()
         )
@@ -174,6 +197,20 @@ class _ServerThread:
             self.stop()
             raise TimeoutError(
                 f"the embedded okuri server did not start within {embedded_start_s_max:g} s"
+            ) from None
+
+    def reset(self) -> None:
+        """Delete every queue and exchange through the engines, on the server's own loop."""
+        loop, server = self._loop, self._server
+        if loop is None or server is None or not self._thread.is_alive():
+            raise RuntimeError("the embedded okuri server is not running")
+        done = asyncio.run_coroutine_threadsafe(_wipe(server), loop)
+        try:
+            done.result(timeout=embedded_reset_s_max)
+        except concurrent.futures.TimeoutError:
+            done.cancel()
+            raise TimeoutError(
+                f"the embedded okuri server did not reset within {embedded_reset_s_max:g} s"
             ) from None
 
     def stop(self) -> None:
@@ -202,10 +239,34 @@ class _ServerThread:
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
         self._loop = asyncio.get_running_loop()
-        server = Server(self.settings)
+        server = self._server = Server(self.settings, store=self._store)
         try:
             await server.start()
             self._ready.set_result((server.urls, server.health_urls))
             await self._stop.wait()
         finally:
             await server.stop()
+
+
+async def _wipe(server: Server) -> None:
+    """Delete every exchange, then every queue, of every region's engine: what deleting them
+    one by one through the API would do (each engine forgets its cached manifests and sweeps
+    the segments), without a request per name."""
+    page = limits.list_keys_max
+    for engine in server.engines():
+        for _ in range(wipe_pages_max):
+            names = await engine.exchanges.names("", page, "")
+            await asyncio.gather(*(_quietly(engine.exchanges.delete(n)) for n in names))
+            if len(names) < page:
+                break
+        for _ in range(wipe_pages_max):
+            names = await engine.list_queues(limit=page)
+            await asyncio.gather(*(_quietly(engine.delete_queue(n)) for n in names))
+            if len(names) < page:
+                break
+
+
+async def _quietly(deleting: Awaitable[None]) -> None:
+    """A delete that found its object gone already (another client's delete raced it)."""
+    with contextlib.suppress(ExchangeDoesNotExist, QueueDoesNotExist):
+        await deleting

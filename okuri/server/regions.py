@@ -58,6 +58,10 @@ class Regions:
             log.info("serving queues of region %s", region)
         return actions
 
+    def engines(self) -> list[Engine]:
+        """The engines of the other regions in use (not the home region's)."""
+        return [actions.engine for actions in self._other.values()]
+
     def stop_waiting(self) -> None:
         """End the long polls of every other region's engine (Engine.stop_waiting)."""
         for actions in self._other.values():

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import boto3
 import httpx
 import pytest
 
+from okuri.client import Client
 from okuri.embedded import Embedded, serve_in_thread
 from okuri.engine import SendRequest
 from okuri.server.app import StartupError
@@ -68,4 +70,53 @@ def test_a_server_that_cannot_start_raises_its_reason(tmp_path: Path) -> None:
         pytest.raises(StartupError, match="data directory"),
         serve_in_thread(not_a_directory),
     ):
+        pytest.fail("the block must not run")
+
+
+def test_a_server_in_memory_resets_to_no_queues_in_any_region_nor_exchanges() -> None:
+    with serve_in_thread(memory=True) as okuri:
+        assert okuri.data_dir is None
+        with Client(okuri.url, okuri.admin_key) as client:
+            client.create_queue("home")
+            client.produce("home", ["from before the reset"])
+            client.create_exchange("news", "fanout")
+            other = boto3.client(
+                "sqs",
+                endpoint_url=okuri.url,
+                region_name="eu-west-1",
+                aws_access_key_id=okuri.access_key_id,
+                aws_secret_access_key=okuri.secret_access_key,
+            )
+            other.create_queue(QueueName="abroad")
+            okuri.reset()
+            assert client.list_queues().queues == ()
+            assert client.list_exchanges().exchanges == ()
+            assert other.list_queues().get("QueueUrls", []) == []
+            client.create_queue("home")  # the same name again: a new, empty queue
+            assert client.get_queue("home").stats.visible == 0
+
+
+def test_a_fifo_queue_made_again_after_a_reset_forgets_its_deduplication_ids() -> None:
+    with serve_in_thread(memory=True) as okuri:
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=okuri.url,
+            region_name=okuri.region,
+            aws_access_key_id=okuri.access_key_id,
+            aws_secret_access_key=okuri.secret_access_key,
+        )
+        for _ in range(2):
+            url = sqs.create_queue(QueueName="orders.fifo", Attributes={"FifoQueue": "true"})[
+                "QueueUrl"
+            ]
+            sqs.send_message(
+                QueueUrl=url, MessageBody="o1", MessageGroupId="g", MessageDeduplicationId="d1"
+            )
+            got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1)["Messages"]
+            assert [m["Body"] for m in got] == ["o1"]
+            okuri.reset()
+
+
+def test_a_memory_server_takes_no_data_dir_too() -> None:
+    with pytest.raises(ValueError, match="not both"), serve_in_thread("somewhere", memory=True):
         pytest.fail("the block must not run")

@@ -1,4 +1,5 @@
-"""The public names of `okuri`, `okuri.client` and `okuri.engine`, pinned (httpx's habit).
+"""The public names of `okuri`, `okuri.client`, `okuri.testing` and `okuri.engine`, pinned
+(httpx's habit).
 
 Each module's `__all__` must equal the literal list here, every name in it must import, and the
 module must export no public name it does not list. Adding, removing or renaming a public name
@@ -52,6 +53,17 @@ PUBLIC: dict[str, list[str]] = {
         "Transport",
         "TransportError",
         "UnavailableError",
+    ],
+    "okuri.testing": [
+        "OkuriServer",
+        "Serving",
+        "UrlInvalid",
+        "aws_environ",
+        "celery_config",
+        "external",
+        "external_from_environ",
+        "in_process",
+        "serve",
     ],
     "okuri.engine": [
         "AckResult",
@@ -116,7 +128,9 @@ def exported(module: types.ModuleType) -> set[str]:
             module.__name__ + "."
         )
         from_typing = name in vars(typing) and vars(typing)[name] is value
-        if not name.startswith("_") and not submodule and not from_typing:
+        # pytest's assertion rewriting adds @py_builtins and @pytest_ar to the modules it
+        # rewrote: okuri's own package, as the distribution of a pytest plugin, is one of them.
+        if not name.startswith(("_", "@")) and not submodule and not from_typing:
             names.add(name)
     return names
 
