@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from okuri.server.settings import OPTIONS, Settings, parse_address
+from okuri.testing import serving
 from tests import ci_recipes
 from tests.ci_recipes import (
     COMPOSE_CELERY,
@@ -87,14 +88,12 @@ def test_the_workflow_schema_refuses_a_misspelt_key(tmp_path: Path) -> None:
 
 def plugin_variables() -> dict[str, str]:
     """The variables okuri's pytest plugin reads to use an okuri elsewhere, by what they hold."""
-    from okuri import testing
-
     return {
-        "url": testing.URL_ENV,
-        "access_key_id": testing.ACCESS_KEY_ID_ENV,
-        "secret_access_key": testing.SECRET_ACCESS_KEY_ENV,
-        "admin_key": testing.ADMIN_KEY_ENV,
-        "region": testing.REGION_ENV,
+        "url": serving.URL_ENV,
+        "access_key_id": serving.ACCESS_KEY_ID_ENV,
+        "secret_access_key": serving.SECRET_ACCESS_KEY_ENV,
+        "admin_key": serving.ADMIN_KEY_ENV,
+        "region": serving.REGION_ENV,
     }
 
 
