@@ -175,15 +175,16 @@ $(GO_SDKS) &:
 		echo "make clients: $$f is still missing after installing $(GO_PACKAGES)" >&2; exit 1; }; done
 
 # Laravel's SQS queue driver for tests/smoke/laravel (docs/laravel.md): PHP with the extensions
-# the app uses and Debian's Laravel 8 and Guzzle packages; the AWS SDK for PHP is not packaged
+# the app uses, Debian's Laravel 8 and Guzzle packages, and PHPUnit for the app's own test
+# (docs/testing.md's Laravel recipe); the AWS SDK for PHP is not packaged
 # and is read in place from ../shared/clients/aws-sdk-php (the test skips where it is absent,
 # as the other clients there do). Checked on every run, installed with apt-get only when
 # something is missing.
 PHP_PACKAGES := php-cli php-curl php-mbstring php-sqlite3 php-xml php-laravel-framework \
 	php-guzzlehttp-guzzle php-guzzlehttp-psr7 php-guzzlehttp-promises php-psr-http-message \
-	php-psr-http-client
+	php-psr-http-client phpunit
 PHP_EXTENSIONS := curl dom mbstring pcntl pdo_sqlite
-PHP_READY := command -v php >/dev/null && \
+PHP_READY := command -v php >/dev/null && command -v phpunit >/dev/null && \
 	php -r 'foreach ([$(foreach e,$(PHP_EXTENSIONS),"$(e)",)] as $$e) if (!extension_loaded($$e)) exit(1); \
 		foreach (["Illuminate/autoload.php", "GuzzleHttp/autoload.php", "Psr/Http/Message/autoload.php"] as $$f) \
 			if (stream_resolve_include_path($$f) === false) exit(1);'
@@ -191,7 +192,7 @@ PHP_READY := command -v php >/dev/null && \
 laravel:
 	@$(PHP_READY) || { $(call apt_install,$(PHP_PACKAGES),laravel); }
 	@$(PHP_READY) || { echo "make clients: PHP, its extensions $(PHP_EXTENSIONS) or Debian's" \
-		"Laravel packages are still missing after installing $(PHP_PACKAGES)" >&2; exit 1; }
+		"Laravel packages or phpunit are still missing after installing $(PHP_PACKAGES)" >&2; exit 1; }
 
 $(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SHARED) $(GO_SDKS)
 	$(GO_BUILD) -o bin/scenario-$* ./$*

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "celery": "one Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ, side by side",
     "floor": "one sequential caller: each call's p50 beside its floor (hello-world server, writes)",
     "scaleout": "simulated 1..16 nodes on an S3 latency model: throughput and cost",
+    "testing": "one app's test suite under moto's mock_aws, then okuri's pytest fixtures",
 }
 
 
@@ -59,6 +60,10 @@ def load(name: str) -> Main:
         from bench import scaleout
 
         return scaleout.cli_main
+    if name == "testing":
+        from bench import testing
+
+        return testing.cli_main
     raise KeyError(name)
 
 
