@@ -322,3 +322,5 @@ def test_the_peer_url_is_a_url_or_off_and_derived_from_the_listener_when_unset()
     derived = advertised_url(None, parse_address(":8080"), ["http://0.0.0.0:8080"])
     assert derived.startswith("http://") and derived.endswith(":8080")
     assert "0.0.0.0" not in derived
+    secure = advertised_url(None, parse_address(":8080"), ["https://0.0.0.0:8080"])
+    assert secure.startswith("https://")  # a TLS listener is reached over TLS
