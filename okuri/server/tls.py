@@ -155,6 +155,8 @@ class _Listener:
 
     def close(self) -> None:
         self._accepting.cancel()
+        with contextlib.suppress(ValueError, OSError):  # not waiting in sock_accept just now
+            asyncio.get_running_loop().remove_reader(self.sockets[0].fileno())
         self.sockets[0].close()
 
 
@@ -188,8 +190,8 @@ class TlsFrontSite(FrontSite):
             try:
                 conn, _ = await loop.sock_accept(sock)
             except OSError as err:  # out of descriptors: pause, as asyncio's own server does
-                log.warning("not accepting for a second: %s", err)
-                await asyncio.sleep(1.0)
+                log.warning("not accepting for %g s: %s", limits.accept_pause_s, err)
+                await asyncio.sleep(limits.accept_pause_s)
                 continue
             task = loop.create_task(self._greet(conn))
             self._greeting.add(task)
