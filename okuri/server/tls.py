@@ -17,8 +17,11 @@ consumed). A TLS record starts with 0x16 (handshake); such a socket goes to
 serve`), which then reads the ClientHello itself. `loop.start_tls` would need the byte pushed
 back, which neither asyncio nor uvloop allows, and an `ssl.MemoryBIO` pump would be a second TLS
 transport to maintain beside the loop's. Anything else is plaintext: HTTP gets a short 400
-saying the port speaks TLS (use https://), an HTTP/2 preface (plaintext gRPC) gets a SETTINGS
-and a GOAWAY whose debug data says the same (grpcio shows it in the error), then each is closed.
+saying the port speaks TLS (use https://), an HTTP/2 preface (plaintext gRPC) gets a GOAWAY
+whose debug data says to use grpcs://, then each is closed. grpcio fails such a call at once
+with UNAVAILABLE ("Expected SETTINGS frame"), without showing the debug data; the other choice,
+SETTINGS then GOAWAY, gets the text into grpcio's log but has it reconnect in a tight loop until
+the call's deadline.
 
 ALPN offers "h2" and "http/1.1": gRPC clients insist on h2, HTTP/1.1 clients take http/1.1 or
 ask for nothing. The sniffing after the handshake decides, not ALPN, so a client that
@@ -58,11 +61,11 @@ PLAIN_HTTP_REFUSAL = (
     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_PLAIN_BODY), _PLAIN_BODY)
 )
 _GOAWAY_DEBUG = b"this port speaks TLS: use grpcs://"
-# An empty SETTINGS frame (a server's connection preface), then GOAWAY: last stream 0,
-# PROTOCOL_ERROR (1), and the reason as debug data.
+# GOAWAY: last stream 0, PROTOCOL_ERROR (1), and the reason as debug data. No SETTINGS before
+# it: a client that got the server's SETTINGS counts the connection as made and reconnects at
+# once, where one refused during the handshake backs off.
 PLAIN_GRPC_REFUSAL = (
-    b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
-    + (8 + len(_GOAWAY_DEBUG)).to_bytes(3, "big")
+    (8 + len(_GOAWAY_DEBUG)).to_bytes(3, "big")
     + b"\x07\x00\x00\x00\x00\x00"
     + b"\x00\x00\x00\x00\x00\x00\x00\x01"
     + _GOAWAY_DEBUG
@@ -135,7 +138,8 @@ class _Refusal(_Sniffer):
         if self.head:
             return  # answered already; the rest is read (and dropped) until the peer closes
         self.head = data[:1]
-        self.transport.write(PLAIN_GRPC_REFUSAL if data[:1] == PREFACE[:1] else PLAIN_HTTP_REFUSAL)
+        h2 = PREFACE.startswith(data[: len(PREFACE)])  # "PRI * HTTP/2.0...", not "POST"
+        self.transport.write(PLAIN_GRPC_REFUSAL if h2 else PLAIN_HTTP_REFUSAL)
         if self.transport.can_write_eof():
             self.transport.write_eof()  # half-close: unread bytes would make a reset, losing it
         else:

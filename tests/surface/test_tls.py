@@ -23,7 +23,7 @@ import grpc
 import pytest
 from cryptography import x509
 
-from okuri.client import Client, GrpcTransport, StdlibHttpTransport
+from okuri.client import NO_RETRIES, Client, GrpcTransport, StdlibHttpTransport, TransportError
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
 from tests import certs
 from tests.certs import Authority
@@ -124,14 +124,27 @@ def test_plaintext_http_to_the_tls_port_gets_a_clear_400(
     answer = server.request("GET", "/")  # http:// to the TLS port
     assert answer.status == 400
     assert "speaks TLS" in answer.text and "https://" in answer.text
+    posted = server.request("POST", "/", b"Action=ListQueues")  # a P that is no HTTP/2 preface
+    assert posted.status == 400 and "speaks TLS" in posted.text
+    plain_sqs = server.sqs_client(retries={"max_attempts": 1})
+    with pytest.raises(botocore.exceptions.ClientError, match="speaks TLS"):
+        plain_sqs.list_queues()
     with socket.create_connection(("127.0.0.1", port_of(server)), timeout=10) as sock:
         sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         sock.settimeout(10)
         frames = b""
         while chunk := sock.recv(4096):
             frames += chunk
-    assert frames[3] == 0x04 and frames[12] == 0x07  # SETTINGS, then GOAWAY
+    assert frames[3] == 0x07  # GOAWAY
     assert b"use grpcs://" in frames
+    plain_grpc = GrpcTransport(f"grpc://127.0.0.1:{port_of(server)}", ADMIN_KEY, timeout_s=20)
+    started_s = time.monotonic()
+    with (
+        Client(transport=plain_grpc, retries=NO_RETRIES) as client,
+        pytest.raises(TransportError, match="UNAVAILABLE"),
+    ):
+        client.list_queues()
+    assert time.monotonic() - started_s < 10  # refused at once, not retried until the deadline
 
 
 def test_a_client_trusting_another_ca_fails_verification(
