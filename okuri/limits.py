@@ -148,6 +148,8 @@ ready_cache_s = 1.0
 # A connection to the main listener that sends nothing is closed after this long (aiohttp's own
 # keep-alive timeout, which takes over once the first bytes say HTTP/1.1).
 first_bytes_s = 75.0
+# A TLS listener that cannot accept (out of descriptors) stops trying for this long.
+accept_pause_s = 1.0
 
 # Overload protection (okuri/engine/admission.py): what one node holds in flight at most, every
 # surface together; past a bound a request is refused at once with its surface's throttle answer.

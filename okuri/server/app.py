@@ -41,6 +41,7 @@ from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
 from okuri.server.settings import Address, Settings
+from okuri.server.tls import ServerTls, TlsFiles, TlsFilesInvalid, TlsFrontSite
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.http import SqsHttp
 from okuri.store.check import verify_conditional_writes
@@ -120,24 +121,31 @@ async def verify_store(
         delay_s = min(delay_s * 2, limits.startup_retry_s_max)
 
 
-def _urls(runner: web.AppRunner) -> list[str]:
+def _urls(runner: web.AppRunner, scheme: str = "http") -> list[str]:
     out = []
     for sockname in runner.addresses:
         host, port = sockname[0], sockname[1]
-        out.append(f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}")
+        out.append(f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}")
     return out
 
 
 async def _listen(
-    runner: web.AppRunner, address: Address, what: str, grpc: GrpcBackend | None = None
+    runner: web.AppRunner,
+    address: Address,
+    what: str,
+    grpc: GrpcBackend | None = None,
+    tls: ServerTls | None = None,
 ) -> None:
-    """Listen on `address`; with `grpc`, gRPC connections go there (okuri.server.front)."""
+    """Listen on `address`; with `grpc`, gRPC connections go there (okuri.server.front), and
+    with `tls` every connection speaks TLS (okuri.server.tls)."""
     await runner.setup()
-    site: web.BaseSite = (
-        web.TCPSite(runner, address.host, address.port)
-        if grpc is None
-        else FrontSite(runner, address.host, address.port, grpc.splice)
-    )
+    site: web.BaseSite
+    if grpc is None:
+        site = web.TCPSite(runner, address.host, address.port)
+    elif tls is None:
+        site = FrontSite(runner, address.host, address.port, grpc.splice)
+    else:
+        site = TlsFrontSite(runner, address.host, address.port, grpc.splice, tls)
     try:
         await site.start()
     except OSError as err:
@@ -199,6 +207,7 @@ class Server:
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
         )
         self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
+        self.tls: ServerTls | None = None
 
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:
         if self.sqs is None:
@@ -250,7 +259,7 @@ class Server:
     @property
     def urls(self) -> list[str]:
         """Where the main listener answers (ports resolved, so ':0' works in tests)."""
-        return _urls(self._main_runner)
+        return _urls(self._main_runner, "http" if self.tls is None else "https")
 
     @property
     def health_urls(self) -> list[str]:
@@ -258,6 +267,12 @@ class Server:
 
     async def start(self) -> None:
         settings = self.settings
+        if settings.tls_cert is not None and settings.tls_key is not None:
+            files = TlsFiles(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
+            try:
+                self.tls = await asyncio.to_thread(ServerTls, files)
+            except TlsFilesInvalid as err:
+                raise StartupError(str(err)) from err
         await _listen(self._health_runner, settings.health_listen, "health")
         opened = self._given_store if self._given_store is not None else await open_store(settings)
         self.store = CountingStore(opened, self.counts)
@@ -319,7 +334,7 @@ class Server:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
         except (OSError, RuntimeError) as err:
             raise StartupError(f"cannot start the gRPC server: {_one_line(err)}") from err
-        await _listen(self._main_runner, settings.listen, "SQS", self.grpc)
+        await _listen(self._main_runner, settings.listen, "SQS", self.grpc, self.tls)
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.engine.start_expiry_sweeper(settings.expiry_sweep_s)
@@ -407,9 +422,7 @@ class Server:
             self.regions.stop_waiting()
         self.grpc.stopping()
         # HTTP requests and gRPC calls drain together; the listener stops accepting first.
-        await asyncio.gather(
-            self._main_runner.cleanup(), self.grpc.stop(limits.shutdown_grace_s)
-        )
+        await asyncio.gather(self._main_runner.cleanup(), self.grpc.stop(limits.shutdown_grace_s))
         regions, self.regions = self.regions, None
         if regions is not None:
             await regions.close()
@@ -436,6 +449,8 @@ async def _reload_on(hangup: asyncio.Event, server: Server) -> None:
         await hangup.wait()
         hangup.clear()
         server.reload_keys()
+        if server.tls is not None:
+            server.tls.reload()
 
 
 async def serve(
@@ -446,7 +461,8 @@ async def serve(
     node_id: str | None = None,
 ) -> int:
     """Run a server until `stop` is set; a stop during start-up abandons the start cleanly.
-    Each time `hangup` is set (SIGHUP), the native API's keys file is read again."""
+    Each time `hangup` is set (SIGHUP), the native API's keys file and the TLS files are read
+    again."""
     server = Server(settings, clock, node_id=node_id)
     starting = asyncio.ensure_future(server.start())
     stopping = asyncio.ensure_future(stop.wait())

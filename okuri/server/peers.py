@@ -45,7 +45,8 @@ def advertised_url(configured: str | None, listen: Address, bound: list[str]) ->
         address = socket.gethostbyname(socket.gethostname())
     except OSError:
         return ""
-    return f"http://{address}:{port}"
+    scheme = bound[0].split("://", 1)[0]  # https on a TLS listener
+    return f"{scheme}://{address}:{port}"
 
 
 class Peers:

@@ -121,6 +121,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("long_polls_max", str(limits.long_polls_max_default),
            "receives and leases waiting for messages at once, below --inflight-requests-max; "
            "past it a long poll is refused", "N"),
+    Option("tls_cert", None,
+           "PEM certificate chain: the main listener speaks TLS on every surface (with "
+           "--tls-key; reloaded on SIGHUP)", "FILE"),
+    Option("tls_key", None, "PEM private key of --tls-cert", "FILE"),
+    Option("tls_client_ca", None,
+           "PEM authorities whose client certificates the main listener requires (mutual TLS; "
+           "needs --tls-cert)", "FILE"),
     Option("expiry_sweep_s", str(limits.expiry_sweep_s_default),
            "how often (+-25 %) this node looks for queues past their expires_s that nobody "
            f"reads any more (1 to {limits.expiry_sweep_s_max})", "SECONDS"),
@@ -200,6 +207,9 @@ class Settings:
     long_polls_max: int = limits.long_polls_max_default
     expiry_sweep_s: int = limits.expiry_sweep_s_default
     ack_logs: bool = False
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_client_ca: str | None = None
 
     @property
     def uses_s3(self) -> bool:
@@ -237,6 +247,17 @@ class Settings:
             raise SettingsError(
                 "set both OKURI_S3_ACCESS_KEY_ID and OKURI_S3_SECRET_ACCESS_KEY, or neither "
                 "(to use the AWS default credential chain)"
+            )
+        tls_cert, tls_key = raw.optional("tls_cert"), raw.optional("tls_key")
+        if (tls_cert is None) != (tls_key is None):
+            raise SettingsError(
+                "set both OKURI_TLS_CERT and OKURI_TLS_KEY for TLS on the main listener, "
+                "or neither for plaintext"
+            )
+        if tls_cert is None and raw.optional("tls_client_ca") is not None:
+            raise SettingsError(
+                "OKURI_TLS_CLIENT_CA is set but OKURI_TLS_CERT and OKURI_TLS_KEY are not: "
+                "client certificates are checked only on a TLS listener"
             )
         listen, health = raw.address("listen"), raw.address("health_listen")
         if listen == health and listen.port != 0:
@@ -294,6 +315,9 @@ class Settings:
             ack_logs={"on": True, "off": False, "auto": bucket is None}[
                 raw.choice("ack_logs", ("auto", "on", "off"))
             ],
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_client_ca=raw.optional("tls_client_ca"),
         )
 
 

@@ -140,7 +140,9 @@ class SqsActions:
     # --- naming ------------------------------------------------------------------------------
 
     def queue_url(self, name: str, host: str) -> str:
-        base = self.public_url or f"http://{host}"
+        """`host` is the Host a request came to, or its origin (`https://host:port` on a TLS
+        listener): a bare host means http://, as on a plaintext listener."""
+        base = self.public_url or (host if "://" in host else f"http://{host}")
         if self.url_region is not None:
             return f"{base}/{self.url_region}/{self.account_id}/{name}"
         return f"{base}/{self.account_id}/{name}"

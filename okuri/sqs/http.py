@@ -178,7 +178,11 @@ class SqsHttp:
             if table is not None:
                 params = access.authorize(actions, principal, action, params)
             result = await actions.dispatch(
-                action, params, request.host, caller, request.headers.get("X-Amzn-Trace-Id")
+                action,
+                params,
+                request.host if request.scheme == "http" else f"https://{request.host}",
+                caller,
+                request.headers.get("X-Amzn-Trace-Id"),
             )
             result = access.narrow(principal, action, result)
             self._count(action, "ok")

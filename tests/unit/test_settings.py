@@ -242,6 +242,17 @@ def test_half_an_s3_key_pair_is_refused() -> None:
     assert without_keys.s3_access_key_id is None  # the AWS default chain applies
 
 
+def test_tls_needs_a_certificate_and_its_key_and_client_cas_need_tls() -> None:
+    for half in ({"OKURI_TLS_CERT": "c.pem"}, {"OKURI_TLS_KEY": "k.pem"}):
+        assert load_error(half).startswith("set both OKURI_TLS_CERT and OKURI_TLS_KEY")
+    message = load_error({"OKURI_TLS_CLIENT_CA": "ca.pem"})
+    assert message.startswith("OKURI_TLS_CLIENT_CA is set but OKURI_TLS_CERT")
+    tls = {"OKURI_TLS_CERT": "c.pem", "OKURI_TLS_KEY": "k.pem", "OKURI_TLS_CLIENT_CA": "ca.pem"}
+    s = Settings.load(tls)
+    assert (s.tls_cert, s.tls_key, s.tls_client_ca) == ("c.pem", "k.pem", "ca.pem")
+    assert Settings.load({}).tls_cert is None  # plaintext unless asked
+
+
 def test_s3_settings_without_a_bucket_are_refused_rather_than_using_the_local_store() -> None:
     message = load_error({"OKURI_S3_ENDPOINT": "http://127.0.0.1:9000"})
     assert message.startswith("OKURI_S3_ENDPOINT is set but OKURI_S3_BUCKET is not")
@@ -319,3 +330,5 @@ def test_the_peer_url_is_a_url_or_off_and_derived_from_the_listener_when_unset()
     derived = advertised_url(None, parse_address(":8080"), ["http://0.0.0.0:8080"])
     assert derived.startswith("http://") and derived.endswith(":8080")
     assert "0.0.0.0" not in derived
+    secure = advertised_url(None, parse_address(":8080"), ["https://0.0.0.0:8080"])
+    assert secure.startswith("https://")  # a TLS listener is reached over TLS
