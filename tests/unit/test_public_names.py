@@ -23,6 +23,8 @@ PUBLIC: dict[str, list[str]] = {
         "AuthError",
         "BadRequestError",
         "Binding",
+        "BrowsePage",
+        "BrowsedItem",
         "Client",
         "ConflictError",
         "Exchange",
