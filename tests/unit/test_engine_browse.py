@@ -139,3 +139,24 @@ async def test_a_dead_letter_shows_the_queue_it_came_from(node: Engine) -> None:
 async def test_browsing_a_missing_queue_says_so(node: Engine) -> None:
     with pytest.raises(QueueDoesNotExist):
         await node.browse("nowhere")
+
+
+async def test_a_fifo_queue_browses_in_order_with_groups_and_sequence_numbers(
+    node: Engine,
+) -> None:
+    q = "jobs.fifo"
+    await node.create_queue(q, QueueAttrs(fifo=True))
+    sent = [
+        await node.send_one(q, SendRequest(f"m{i}".encode(), group_id=f"g{i % 2}", dedup_id=str(i)))
+        for i in range(4)
+    ]
+    duplicate = await node.send_one(q, SendRequest(b"m0 again", group_id="g0", dedup_id="0"))
+    assert duplicate.duplicate
+    (leased,) = await node.receive(q, 1, visibility_s=60, lease_ahead=False)
+
+    seen, _ = await browse_all(node, q, 3)
+
+    assert [v.body for v in seen] == [b"m0", b"m1", b"m2", b"m3"]  # the duplicate is not there
+    assert [v.group for v in seen] == ["g0", "g1", "g0", "g1"]
+    assert [v.sequence_number for v in seen] == [s.sequence_number for s in sent]
+    assert [v.state for v in seen if v.id == leased.message.id] == ["in_flight"]
