@@ -179,6 +179,11 @@ list_keys_max = 1000  # one ListObjectsV2 page
 # per page. A native lease is one engine receive, so `native_items_max` <= `lease_messages_max`.
 native_items_max = 100
 native_list_max = 1000
+# Browsing a queue without leasing (okuri/engine/browse.py): items per page, and slots one page
+# reads at most, so a page of a queue full of finished or expired messages still ends quickly.
+browse_items_max = 100
+browse_items_default = 10
+browse_segments_max = 64
 native_text_chars_max = 1024  # a header value, a handle
 dedup_id_chars_max = 128  # SQS's MessageDeduplicationId, and a native item's dedup_id
 native_headers_max = 10  # as many as SQS message attributes, so SQS clients see them all

@@ -23,4 +23,5 @@ RPCS: list[tuple[str, str, Callable[[str], Any]]] = [
     ("retry", "Retry", lambda q: pb.RetryRequest(queue=q, items=[pb.RetryItem(handle="h")])),
     ("extend", "Extend", lambda q: pb.ExtendRequest(queue=q, handles=["h"], lease_s=5)),
     ("redrive", "Redrive", lambda q: pb.RedriveRequest(queue=q, target=q)),
+    ("browse", "Browse", lambda q: pb.BrowseRequest(queue=q, limit=5)),
 ]  # fmt: skip

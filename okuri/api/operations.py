@@ -32,6 +32,7 @@ Operation = Literal[
     "retry",
     "extend",
     "redrive",
+    "browse",
     "create_exchange",
     "get_exchange",
     "list_exchanges",
@@ -169,6 +170,15 @@ _ALL = (
         QUEUE + "/redrive",
         "RedriveResponse",
         "Move a dead-letter queue's items back to `target`, else each to the queue it came from.",
+    ),
+    _op(
+        "browse",
+        "Browse",
+        "GET",
+        QUEUE + "/messages",
+        "BrowseResponse",
+        "Read a page of a queue's items, oldest first, visible, leased or delayed, without "
+        "leasing them or changing any count.",
     ),
     _op(
         "create_exchange",

@@ -334,6 +334,59 @@ _ALL: tuple[Shape, ...] = (
         ),
     ),
     Shape("RedriveResponse", (Field("moved", "integer"),)),
+    Shape(
+        "BrowseRequest",
+        (
+            _queue_in_path(),
+            Field("limit", "integer", "Items per page.", default=10, location="query"),
+            Field("after", "string", "The previous page's `next`.", location="query"),
+        ),
+    ),
+    Shape(
+        "BrowsedItem",
+        (
+            Field("id", "string", required=True),
+            Field(
+                "state",
+                "string",
+                "visible, leased (a consumer holds it until `until`) or delayed (visible at "
+                "`until`).",
+                required=True,
+            ),
+            Field("until", "time", "When the lease or the delay runs out.", absent="empty"),
+            Field("attempts", "integer", "Leases so far.", required=True),
+            Field("enqueued_at", "time", "When the item was produced.", required=True),
+            Field("first_leased_at", "time", "When it was first leased.", absent="empty"),
+            Field("payload", "payload", required=True),
+            Field("headers", "headers", absent="empty"),
+            Field("group", "string", "FIFO queues: the item's group.", absent="empty"),
+            Field(
+                "sequence_number",
+                "string",
+                "FIFO queues: its place in the queue (SQS's SequenceNumber).",
+                absent="empty",
+            ),
+            Field(
+                "dead_letter_source",
+                "string",
+                "In a dead-letter queue: the queue the item was dead-lettered from.",
+                absent="empty",
+            ),
+        ),
+    ),
+    Shape(
+        "BrowseResponse",
+        (
+            Field("items", "BrowsedItem", "Oldest first.", repeated=True),
+            Field(
+                "next",
+                "string",
+                "Pass as `after` for the next page; null once the queue had no more.",
+                nullable=True,
+                absent="null",
+            ),
+        ),
+    ),
     # --- exchanges ------------------------------------------------------------------------
     Shape("Binding", (Field("queue", "string", required=True), _ROUTING_KEY)),
     Shape(

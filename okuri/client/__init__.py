@@ -36,6 +36,8 @@ from okuri.client.errors import (
 from okuri.client.http import AsyncHttpTransport, HttpTransport
 from okuri.client.models import (
     Binding,
+    BrowsedItem,
+    BrowsePage,
     Exchange,
     ExchangePage,
     Item,
@@ -75,6 +77,8 @@ __all__ = [
     "AuthError",
     "BadRequestError",
     "Binding",
+    "BrowsePage",
+    "BrowsedItem",
     "Client",
     "ConflictError",
     "Exchange",

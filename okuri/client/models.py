@@ -150,6 +150,47 @@ class LeasedItem:
         return _read(cls, "LeasedItem", doc, "item")
 
 
+@dataclass(frozen=True, slots=True)
+class BrowsedItem:
+    """One item as a browse shows it, without leasing it. `state` is "visible", "leased" (a
+    consumer holds it until `until`) or "delayed" (visible at `until`); `attempts` counts its
+    leases so far; `dead_letter_source`, in a dead-letter queue, is the queue it came from."""
+
+    id: str
+    state: str
+    attempts: int
+    enqueued_at: datetime
+    body: bytes
+    until: datetime | None = None
+    first_leased_at: datetime | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    group: str | None = None
+    sequence_number: str | None = None
+    dead_letter_source: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The body as UTF-8 text (raises UnicodeDecodeError for a binary payload)."""
+        return self.body.decode()
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> BrowsedItem:
+        return _read(cls, "BrowsedItem", doc, "item")
+
+
+@dataclass(frozen=True, slots=True)
+class BrowsePage:
+    """One page of a browse, oldest first; `next` is passed as `after` for the next page (None:
+    the queue had no more)."""
+
+    items: tuple[BrowsedItem, ...]
+    next: str | None
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> BrowsePage:
+        return _read(cls, "BrowseResponse", doc, "browse page")
+
+
 # --- strict reading, by the API's shapes -------------------------------------------------------
 
 # The shapes read into a model of their own when another shape holds them.
@@ -157,6 +198,7 @@ _NESTED: Mapping[str, type[Any]] = {
     "QueueAttributes": QueueAttributes,
     "QueueStats": QueueStats,
     "Binding": Binding,
+    "BrowsedItem": BrowsedItem,
 }
 _KINDS: Mapping[str, type[Any]] = {"string": str, "integer": int, "boolean": bool}
 
@@ -189,6 +231,8 @@ def _value(f: Field, d: dict[str, Any], has_default: bool) -> Any:
             raise bad_answer("a header is not a string")
         return headers
     if f.type == "time":
+        if (f.absent != "never" or has_default) and d.get(f.name) is None:
+            return None
         return _time(d, f.name)
     if f.repeated:
         entries = _get(d, f.name, list)

@@ -17,7 +17,15 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from okuri.client.errors import PartialProduceError, bad_answer
-from okuri.client.models import Exchange, ExchangePage, Item, LeasedItem, Queue, QueuePage
+from okuri.client.models import (
+    BrowsePage,
+    Exchange,
+    ExchangePage,
+    Item,
+    LeasedItem,
+    Queue,
+    QueuePage,
+)
 from okuri.client.transport import Doc, Operation, Request
 
 T = TypeVar("T")
@@ -201,6 +209,12 @@ def retry(
 def redrive(queue: str, target: str | None = None, max_items: int | None = None) -> Call[int]:
     doc = {"target": target, "max_items": max_items}
     return _call("redrive", queue, {k: v for k, v in doc.items() if v is not None}, _moved)
+
+
+def browse(queue: str, limit: int | None = None, after: str | None = None) -> Call[BrowsePage]:
+    doc = {"limit": limit, "after": after}
+    given = {k: v for k, v in doc.items() if v is not None}
+    return _call("browse", queue, given, BrowsePage.from_doc)
 
 
 def _moved(doc: Doc) -> int:

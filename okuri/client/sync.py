@@ -20,7 +20,14 @@ import httpx
 from okuri.client import operations as ops
 from okuri.client.errors import OkuriClientError
 from okuri.client.http import TIMEOUT_S, HttpTransport
-from okuri.client.models import Exchange, ExchangePage, LeasedItem, Queue, QueuePage
+from okuri.client.models import (
+    BrowsePage,
+    Exchange,
+    ExchangePage,
+    LeasedItem,
+    Queue,
+    QueuePage,
+)
 from okuri.client.operations import UNSET, Handles, Items, Unset
 from okuri.client.retries import RetryPolicy, next_wait_s
 from okuri.client.stdlib_http import StdlibHttpTransport, proxied
@@ -207,6 +214,14 @@ class Client:
         """Move dead-letter queue `queue`'s items back to `target`, else each to the queue it
         came from; how many moved."""
         return self._run(ops.redrive(queue, target, max_items))
+
+    def browse(
+        self, queue: str, *, limit: int | None = None, after: str | None = None
+    ) -> BrowsePage:
+        """A page of `queue`'s items, oldest first (visible, leased and delayed), without
+        leasing them or changing any count; pass the page's `next` as `after` for the next.
+        For admin and consumer keys."""
+        return self._run(ops.browse(queue, limit, after))
 
     # --- exchanges ---------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ Surfaces import from here only, never from `okuri.core` or the engine's own modu
 (import-linter holds them to it), so the engine's rooms can change behind this list.
 """
 
+from okuri.core.browse import BrowsePage, MessageState, MessageView
 from okuri.core.exchanges import (
     EXCHANGE_NAME as EXCHANGE_NAME_RULE,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "Admission",
     "Binding",
     "Bounds",
+    "BrowsePage",
     "Counts",
     "DeadLetterResult",
     "Delivery",
@@ -77,6 +79,8 @@ __all__ = [
     "ExchangeState",
     "ExchangeType",
     "Gate",
+    "MessageState",
+    "MessageView",
     "MoveTask",
     "MoveTaskActive",
     "MoveTaskNotFound",

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
+from okuri.core.browse import BrowsePage, PositionInvalid
 from okuri.core.expiry import touch_due, validate_expires_s
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
@@ -21,6 +22,7 @@ from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, Touch, VisibilityResult
 from okuri.core.views import Counts, QueueView, counts, oldest_visible_sent_ms
+from okuri.engine.browse import browse, start_of
 from okuri.engine.cache import SegmentCache
 from okuri.engine.exchanges import Exchanges
 from okuri.engine.expiry import Expiry, ExpirySweeper
@@ -292,6 +294,20 @@ class Engine:
         when the message is finished). The dead-letter queue is the queue's target, else
         `{name}-dlq`, created if missing, as for messages past maxReceiveCount."""
         return await self.runtime(name).dead_letter(receipt_handles)
+
+    async def browse(
+        self, name: str, after: str | None = None, limit: int = limits.browse_items_default
+    ) -> BrowsePage:
+        """A page of the queue's messages, oldest first, without leasing any: visible, in
+        flight and delayed, each with its state. Commits nothing, so no receive count and no
+        expiry "last used" mark moves. `after`: the previous page's `next`."""
+        if not 1 <= limit <= limits.browse_items_max:
+            raise InvalidArgument(f"limit must be 1 to {limits.browse_items_max}", "limit")
+        try:
+            start = start_of(after)
+        except PositionInvalid as err:
+            raise InvalidArgument(str(err), "after") from err
+        return await browse(self.runtime(name), start, limit)
 
     async def send_raw(self, name: str, messages: Sequence[Message]) -> None:
         """Append already-built messages (moves, redrive) keeping their ids and times."""

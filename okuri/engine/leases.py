@@ -297,11 +297,15 @@ class Receiver:
     def held_ahead(self, st: QueueState, now_ms: int) -> int:
         """How many messages `st` shows in flight only because this node leased them ahead for
         its next receives: no consumer has them, so a count shows them visible."""
-        held = 0
+        return len(self.held_places(st, now_ms))
+
+    def held_places(self, st: QueueState, now_ms: int) -> set[tuple[int, int]]:
+        """(slot, index) of each message `held_ahead` counts."""
+        held: set[tuple[int, int]] = set()
         for b in self.buffer:
             lease = current_lease(st, b.grant.seq, b.grant.idx)
             if lease is not None and lease[0] == b.grant.epoch and lease[1] > now_ms:
-                held += 1
+                held.add((b.grant.seq, b.grant.idx))
         return held
 
     # --- handing leases back -----------------------------------------------------------------

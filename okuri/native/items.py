@@ -83,3 +83,21 @@ def _enqueue_at_ms(entry: codec.Obj, now_ms: int, where: str) -> int | None:
             "out_of_range",
         )
     return at_ms
+
+
+def render_payload(body: bytes, attributes: dict[str, Any]) -> dict[str, Any]:
+    """An item's payload and headers as an answer carries them: `body` when it is UTF-8, else
+    `body_base64`; `headers` (its String message attributes), left out when there are none."""
+    out: dict[str, Any] = {}
+    try:
+        out["body"] = body.decode()
+    except UnicodeDecodeError:
+        out["body_base64"] = codec.b64encode(body)
+    headers = {
+        k: v["StringValue"]
+        for k, v in attributes.items()
+        if isinstance(v, dict) and isinstance(v.get("StringValue"), str)
+    }
+    if headers:
+        out["headers"] = headers
+    return out

@@ -22,7 +22,7 @@ from okuri.errors import OkuriError, ReceiptHandleInvalid
 from okuri.native import codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
-from okuri.native.items import Item, read_item
+from okuri.native.items import Item, read_item, render_payload
 from okuri.native.queues import queue_name
 from okuri.native.sends import fifo_send, standard_send
 
@@ -233,17 +233,7 @@ def _render(d: Delivery, deadline: str) -> dict[str, Any]:
         "lease_deadline": deadline,
         "enqueued_at": codec.rfc3339(m.sent_ms),
     }
-    try:
-        out["body"] = m.body.decode()
-    except UnicodeDecodeError:
-        out["body_base64"] = codec.b64encode(m.body)
-    headers = {
-        k: v["StringValue"]
-        for k, v in m.attributes.items()
-        if isinstance(v, dict) and isinstance(v.get("StringValue"), str)
-    }
-    if headers:
-        out["headers"] = headers
+    out.update(render_payload(m.body, m.attributes))
     if m.group_id is not None:
         out["group"] = m.group_id
     if d.sequence_number is not None:

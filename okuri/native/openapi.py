@@ -116,6 +116,7 @@ _OPS: dict[Operation, tuple[tuple[str, ...], dict[str, Any]]] = {
     ),
     "extend": (("404",), {"one": {"handles": [_EXAMPLE_HANDLE], "lease_s": 60}}),
     "redrive": (("404",), {"back": {"target": "emails"}}),
+    "browse": (("404",), {}),
     "list_exchanges": ((), {}),
     "create_exchange": (("409",), {"topic": {"name": "events", "type": "topic"}}),
     "get_exchange": (("404",), {}),
@@ -131,12 +132,14 @@ _OPS: dict[Operation, tuple[tuple[str, ...], dict[str, Any]]] = {
 # The queue each operation's examples name (a redrive starts from the dead-letter queue).
 EXAMPLE_QUEUE: dict[Route, str] = {route: "emails" for route in SPECS}
 EXAMPLE_QUEUE["redrive"] = "emails-dlq"
+EXAMPLE_QUEUE["browse"] = "emails-dlq"
 # The exchange each exchange operation's examples name.
 EXAMPLE_EXCHANGE = "events"
 
 _EXAMPLES_QUERY: dict[Operation, dict[str, Any]] = {
     "list_queues": {"prefix": "email", "limit": 100},
     "list_exchanges": {"prefix": "ev", "limit": 100},
+    "browse": {"limit": 20},
 }
 
 
@@ -196,8 +199,8 @@ def _operation(route: Route, path: str) -> Schema:
                 "example": EXAMPLE_EXCHANGE,
             }
         ]
-    elif _query(spec):
-        op["parameters"] = _query(spec)
+    if _query(spec):
+        op["parameters"] = [*op.get("parameters", []), *_query(spec)]
     if request is not None:
         content: Schema = {"schema": ref(request)}
         if examples:

@@ -18,6 +18,7 @@ from okuri.clock import Clock
 from okuri.engine import Engine, Gate
 from okuri.native import codec
 from okuri.native.access import Access
+from okuri.native.browse import Browse
 from okuri.native.exchanges import Exchanges, exchange_name
 from okuri.native.messages import Messages
 from okuri.native.queues import Queues, queue_name
@@ -41,6 +42,7 @@ class Operations:
         self.queues = Queues(engine)
         self.messages = Messages(engine, clock, gate)
         self.exchanges = Exchanges(engine, clock)
+        self.browse = Browse(engine)
         self._runs: dict[Operation, Run] = {
             "create_queue": _unnamed(self.queues.create),
             "get_queue": self.queues.get,
@@ -54,6 +56,7 @@ class Operations:
             "retry": self.messages.retry,
             "extend": self.messages.extend,
             "redrive": self.messages.redrive,
+            "browse": self.browse.browse,
             "create_exchange": _unnamed(self.exchanges.create),
             "get_exchange": self.exchanges.get,
             "list_exchanges": _unnamed(self.exchanges.list),

@@ -69,11 +69,15 @@ def loose_mode_warning(path: str, entries: Sequence[KeyEntry]) -> str | None:
 
 def _append(path: str, entry: KeyEntry) -> None:
     keys = load_keys_file(path) if os.path.exists(path) else []
+    _write(path, [*keys, entry])
+
+
+def _write(path: str, keys: Sequence[KeyEntry]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".okuri-keys-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:  # mkstemp makes it owner-only
-            f.write(render_keys_file([*keys, entry]))
+            f.write(render_keys_file(keys))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -103,6 +107,45 @@ def create_access_key(path: str, role: str, namespace: str) -> AccessKey:
     )
     _append(path, entry)
     return entry
+
+
+def entry_id(entry: KeyEntry) -> str:
+    """The name a key goes by in listings and in `revoke` and `rotate`: a bearer key's
+    `key-<hash prefix>`, an SQS key's access key id. Neither says anything secret."""
+    return key_id_of(entry.digest) if isinstance(entry, StoredKey) else entry.access_key_id
+
+
+def revoke_key(path: str, key_id: str) -> KeyEntry:
+    """Remove the key named `key_id` from `path`; the entry removed. KeyError if none is."""
+    keys = load_keys_file(path)
+    gone = _find(keys, key_id)
+    _write(path, [k for k in keys if k is not gone])
+    return gone
+
+
+def rotate_key(path: str, key_id: str) -> tuple[KeyEntry, str]:
+    """Replace the key named `key_id` by a new one of the same kind, role and namespace, in
+    its place; the new entry and its secret (the bearer key, or the SQS secret access key),
+    shown once. KeyError if no key has that id."""
+    keys = load_keys_file(path)
+    old = _find(keys, key_id)
+    new: KeyEntry
+    if isinstance(old, StoredKey):
+        secret = KEY_PREFIX + new_secret()
+        new = StoredKey(hash_key(secret), old.role, old.namespace)
+    else:
+        access_key_id = new_access_key_id(ACCESS_KEY_PREFIX, access_key_id_chars)
+        secret = new_secret(secret_access_key_bytes)
+        new = AccessKey(access_key_id, secret, old.role, old.namespace)
+    _write(path, [new if k is old else k for k in keys])
+    return new, secret
+
+
+def _find(keys: Sequence[KeyEntry], key_id: str) -> KeyEntry:
+    for k in keys:
+        if entry_id(k) == key_id:
+            return k
+    raise KeyError(key_id)
 
 
 def cli_main(argv: list[str]) -> int:

@@ -26,7 +26,8 @@ _READ: frozenset[Operation] = frozenset(
 GRANTS: Mapping[Role, frozenset[Operation]] = {
     "admin": frozenset(OPERATIONS),
     "producer": _READ | {"produce", "publish"},
-    "consumer": _READ | {"lease", "complete", "retry", "extend", "bind", "unbind"},
+    # browse shows item bodies: for those who may lease them anyway.
+    "consumer": _READ | {"lease", "complete", "retry", "extend", "browse", "bind", "unbind"},
     "readonly": _READ,
 }
 

@@ -1,9 +1,11 @@
-"""The `okuri` command: `serve`, plus `dst` and `keys create` handed to the modules owning them.
+"""The `okuri` command: `serve`, plus `dst`, `keys ...` and `queues ...` handed to the modules
+owning them.
 
 Exit codes: 0 done, 1 failed (could not start, pending sends lost, a delegate missing), 2 usage
-or settings error, 141 a delegate's output pipe closed early. `dst` and `keys create` import their
+or settings error, 141 a delegate's output pipe closed early. The delegates import their
 modules only when invoked (plain imports inside functions, so import-linter sees the edges), so
-`okuri serve` never loads the simulator, and a build without one still serves. Their arguments are
+`okuri serve` never loads the simulator or the client the admin commands use, and a build
+without one still serves. Their arguments are
 passed on verbatim (argparse's REMAINDER would swallow or reject leading flags such as `--seeds`).
 
 The benchmarks are not part of okuri: they live beside it in a checkout (`python -m bench ...`).
@@ -35,6 +37,30 @@ def _keys_create() -> Main:
     return cli_main
 
 
+def _queues() -> Main:
+    from okuri.admin.queues import cli_main  # okuri.client loads only for `okuri queues`
+
+    return cli_main
+
+
+def _keys_list() -> Main:
+    from okuri.admin.keys import list_main
+
+    return list_main
+
+
+def _keys_revoke() -> Main:
+    from okuri.admin.keys import revoke_main
+
+    return revoke_main
+
+
+def _keys_rotate() -> Main:
+    from okuri.admin.keys import rotate_main
+
+    return rotate_main
+
+
 # Commands whose arguments belong to a tool module: the words naming them -> (a function
 # importing its `cli_main(argv) -> int`, help).
 DELEGATES: dict[tuple[str, ...], tuple[Callable[[], Main], str]] = {
@@ -43,6 +69,17 @@ DELEGATES: dict[tuple[str, ...], tuple[Callable[[], Main], str]] = {
         _keys_create,
         "create a native bearer key, or with --sqs an SQS access key: "
         "okuri keys create [--sqs] --role R [--namespace N] --file F",
+    ),
+    ("keys", "list"): (_keys_list, "list the keys file's keys: okuri keys list [--file F]"),
+    ("keys", "revoke"): (_keys_revoke, "remove a key: okuri keys revoke ID [--file F]"),
+    ("keys", "rotate"): (
+        _keys_rotate,
+        "replace a key by a new one, same role and namespace: okuri keys rotate ID [--file F]",
+    ),
+    ("queues",): (
+        _queues,
+        "a running okuri's queues, through its native API: "
+        "okuri queues list|show|create|purge|delete|peek|redrive",
     ),
 }
 
@@ -75,10 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(serve)
     commands.add_parser("dst", add_help=False, help=DELEGATES[("dst",)][1])
     keys = commands.add_parser(
-        "keys", help="native bearer keys and SQS access keys: okuri keys create"
+        "keys",
+        help="native bearer keys and SQS access keys in the keys file: "
+        "okuri keys create|list|revoke|rotate",
     )
     keys_commands = keys.add_subparsers(dest="keys_command", metavar="KEYS", required=True)
-    keys_commands.add_parser("create", add_help=False, help=DELEGATES[("keys", "create")][1])
+    for word in ("create", "list", "revoke", "rotate"):
+        keys_commands.add_parser(word, add_help=False, help=DELEGATES[("keys", word)][1])
+    commands.add_parser("queues", add_help=False, help=DELEGATES[("queues",)][1])
     return parser
 
 

@@ -79,10 +79,12 @@ def test_a_missing_delegate_is_a_clear_error(
 
 
 def test_serving_loads_no_tool() -> None:
-    """`okuri serve` imports the server, never the benchmarks or the simulator."""
+    """`okuri serve` imports the server, never the benchmarks, the simulator, or the client
+    and the admin commands built on it."""
+    tools = ("bench", "okuri.sim", "okuri.client", "okuri.admin")
     probe = (
         "import sys, okuri.server.cli, okuri.server.app; "
-        "print(sorted(m for m in sys.modules if m.startswith(('bench', 'okuri.sim'))))"
+        f"print(sorted(m for m in sys.modules if m.startswith({tools!r})))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

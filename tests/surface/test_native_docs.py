@@ -122,8 +122,15 @@ def test_the_page_runs_top_to_bottom_on_one_server(tmp_path: Path) -> None:
     completed, retried = json_docs(out["native-lease"])
     assert completed == {"results": ["completed"]}
     assert retried == {"results": ["dead"]}
-    dlq, moved, emails = json_docs(out["native-redrive"])
+    dlq, browsed, moved, emails = json_docs(out["native-redrive"])
     assert dlq["stats"]["visible"] == 1
+    (dead,) = browsed["items"]
+    assert (dead["body"], dead["dead_letter_source"], dead["state"]) == (
+        "poison",
+        "emails",
+        "visible",
+    )
+    assert browsed["next"] is None
     assert moved == {"moved": 1}
     assert emails["stats"]["visible"] + emails["stats"]["leased"] == 1
 

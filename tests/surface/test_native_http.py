@@ -364,6 +364,7 @@ ROUTES = [
     ("retry", "POST", "/v1/queues/{q}/retry", {"items": [{"handle": "h"}]}),
     ("extend", "POST", "/v1/queues/{q}/extend", {"handles": ["h"], "lease_s": 5}),
     ("redrive", "POST", "/v1/queues/{q}/redrive", {"target": "{q}"}),
+    ("browse", "GET", "/v1/queues/{q}/messages", None),
 ]
 READS = {"get_queue"}
 

@@ -127,7 +127,7 @@ def test_every_request_example_is_accepted_as_written(http: httpx.Client) -> Non
     api = Api(http)
     order = [
         "create_queue", "get_queue", "update_queue", "list_queues", "produce", "lease",
-        "extend", "complete", "retry", "redrive", "create_exchange", "get_exchange",
+        "extend", "complete", "retry", "browse", "redrive", "create_exchange", "get_exchange",
         "list_exchanges", "bind", "publish", "unbind", "delete_exchange", "purge_queue",
         "delete_queue",
     ]  # fmt: skip
@@ -175,6 +175,9 @@ def test_real_answers_of_every_operation_validate_against_the_document(
     api.ok("complete", name, {"handles": [handles[0], "okr1bm90aGluZw"]})
     api.ok("retry", name, {"items": [{"handle": handles[1], "dead": True}]})
     api.ok("retry", name, {"items": [{"handle": handles[2]}]})
+    (dead,) = api.ok("browse", dlq, query={"limit": "5"})["items"]
+    assert dead["dead_letter_source"] == name
+    assert [i["state"] for i in api.ok("browse", name)["items"]] == ["visible"]
     assert api.ok("redrive", dlq, {"target": name})["moved"] == 1
     exchange = fresh()
     api.ok("create_exchange", body={"name": exchange, "type": "topic"})

@@ -7,7 +7,7 @@ operation, the right queue) and renders its answer; tests/unit/test_native_keys.
 `decide` itself.
 
 One server, queues made up front (a pair per operation, so the one delete a key may do touches
-nothing else; each name is also an exchange), one request per cell: 19 operations x 4 roles x
+nothing else; each name is also an exchange), one request per cell: 20 operations x 4 roles x
 2 names.
 """
 
@@ -54,6 +54,7 @@ REQUESTS: dict[Operation, Callable[[str], Call]] = {
         "POST", f"/v1/queues/{q}/extend", {"handles": ["okr1eA"], "lease_s": 30}
     ),
     "redrive": lambda q: Call("POST", f"/v1/queues/{q}/redrive", {"target": TARGET}),
+    "browse": lambda q: Call("GET", f"/v1/queues/{q}/messages?limit=5"),
     # Exchanges: each pair name is also an exchange (and bind/unbind bind the same-named queue).
     "create_exchange": lambda x: Call("POST", "/v1/exchanges", {"name": x, "type": "direct"}),
     "get_exchange": lambda x: Call("GET", f"/v1/exchanges/{x}"),

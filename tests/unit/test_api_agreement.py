@@ -44,6 +44,8 @@ MODELS: Mapping[type[Any], str] = {
     models.Exchange: "Exchange",
     models.ExchangePage: "ListExchangesResponse",
     models.LeasedItem: "LeasedItem",
+    models.BrowsedItem: "BrowsedItem",
+    models.BrowsePage: "BrowseResponse",
 }
 
 

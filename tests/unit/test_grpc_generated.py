@@ -34,7 +34,7 @@ def test_every_rpc_of_the_proto_has_an_implementation() -> None:
     declared = set(SERVICE.methods_by_name)
     assert declared == {
         "CreateQueue", "GetQueue", "UpdateQueue", "ListQueues", "DeleteQueue", "PurgeQueue",
-        "Produce", "Lease", "Complete", "Retry", "Extend", "Redrive",
+        "Produce", "Lease", "Complete", "Retry", "Extend", "Redrive", "Browse",
         "CreateExchange", "GetExchange", "ListExchanges", "DeleteExchange", "BindQueue",
         "UnbindQueue", "Publish",
     }  # fmt: skip

@@ -21,13 +21,13 @@ from okuri.server.settings import Settings, SettingsError
 ALLOWED: dict[Role, set[str]] = {
     "admin": {
         "create_queue", "get_queue", "list_queues", "update_queue", "delete_queue",
-        "purge_queue", "produce", "lease", "complete", "retry", "extend", "redrive",
+        "purge_queue", "produce", "lease", "complete", "retry", "extend", "redrive", "browse",
         "create_exchange", "get_exchange", "list_exchanges", "delete_exchange", "bind",
         "unbind", "publish",
     },
     "producer": {"get_queue", "list_queues", "produce", "get_exchange", "list_exchanges",
                  "publish"},
-    "consumer": {"get_queue", "list_queues", "lease", "complete", "retry", "extend",
+    "consumer": {"get_queue", "list_queues", "lease", "complete", "retry", "extend", "browse",
                  "get_exchange", "list_exchanges", "bind", "unbind"},
     "readonly": {"get_queue", "list_queues", "get_exchange", "list_exchanges"},
 }  # fmt: skip

@@ -285,6 +285,57 @@ class RedriveResponse(_message.Message):
     moved: int
     def __init__(self, moved: _Optional[int] = ...) -> None: ...
 
+class BrowseRequest(_message.Message):
+    __slots__ = ("queue", "limit", "after")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    limit: int
+    after: str
+    def __init__(self, queue: _Optional[str] = ..., limit: _Optional[int] = ..., after: _Optional[str] = ...) -> None: ...
+
+class BrowsedItem(_message.Message):
+    __slots__ = ("id", "state", "until", "attempts", "enqueued_at", "first_leased_at", "payload", "headers", "group", "sequence_number", "dead_letter_source")
+    class HeadersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ENQUEUED_AT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LEASED_AT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    state: str
+    until: _timestamp_pb2.Timestamp
+    attempts: int
+    enqueued_at: _timestamp_pb2.Timestamp
+    first_leased_at: _timestamp_pb2.Timestamp
+    payload: bytes
+    headers: _containers.ScalarMap[str, str]
+    group: str
+    sequence_number: str
+    dead_letter_source: str
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., attempts: _Optional[int] = ..., enqueued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., first_leased_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., group: _Optional[str] = ..., sequence_number: _Optional[str] = ..., dead_letter_source: _Optional[str] = ...) -> None: ...
+
+class BrowseResponse(_message.Message):
+    __slots__ = ("items", "next")
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[BrowsedItem]
+    next: str
+    def __init__(self, items: _Optional[_Iterable[_Union[BrowsedItem, _Mapping]]] = ..., next: _Optional[str] = ...) -> None: ...
+
 class Binding(_message.Message):
     __slots__ = ("queue", "routing_key")
     QUEUE_FIELD_NUMBER: _ClassVar[int]

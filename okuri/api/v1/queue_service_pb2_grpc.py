@@ -94,6 +94,11 @@ class QueueServiceStub:
                 request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.SerializeToString,
                 response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.FromString,
                 _registered_method=True)
+        self.Browse = channel.unary_unary(
+                '/okuri.api.v1.QueueService/Browse',
+                request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseRequest.SerializeToString,
+                response_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseResponse.FromString,
+                _registered_method=True)
         self.CreateExchange = channel.unary_unary(
                 '/okuri.api.v1.QueueService/CreateExchange',
                 request_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.CreateExchangeRequest.SerializeToString,
@@ -207,6 +212,13 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Browse(self, request, context):
+        """reads only: no lease, no count moves
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateExchange(self, request, context):
         """Declare an exchange; the same type again is fine, another type is ALREADY_EXISTS.
         """
@@ -314,6 +326,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.Redrive,
                     request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.FromString,
                     response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.SerializeToString,
+            ),
+            'Browse': grpc.unary_unary_rpc_method_handler(
+                    servicer.Browse,
+                    request_deserializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseRequest.FromString,
+                    response_serializer=okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseResponse.SerializeToString,
             ),
             'CreateExchange': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateExchange,
@@ -675,6 +692,33 @@ class QueueService:
             '/okuri.api.v1.QueueService/Redrive',
             okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveRequest.SerializeToString,
             okuri_dot_api_dot_v1_dot_queue__service__pb2.RedriveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Browse(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/okuri.api.v1.QueueService/Browse',
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseRequest.SerializeToString,
+            okuri_dot_api_dot_v1_dot_queue__service__pb2.BrowseResponse.FromString,
             options,
             channel_credentials,
             insecure,
