@@ -1,4 +1,4 @@
-"""An example Celery app for docs/ci/compose-celery.yaml (docs/testing.md, "Docker Compose: a
+"""An example Celery app for the compose.yaml beside it (docs/testing.md, "Docker Compose: a
 Celery app"): the broker and the result backend come from CELERY_BROKER_URL and
 CELERY_RESULT_BACKEND, which Celery reads by itself; the transport options are okuri's over
 SQS (docs/celery.md, 3.), with short polls so that a test's task starts at once."""

@@ -48,7 +48,6 @@ def test_the_stacks_worker_runs_the_tasks_its_tests_send_through_okuri(
     results.mkdir()
     base = clean_environ(drop=("OKURI_", "AWS_", "CELERY_", "PYTEST_"), checkout=False)
     base["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), base.get("PATH", "")])
-    base["PYTHONPATH"] = str(app)  # the image's WORKDIR, where `celery -A myapp` finds the app
 
     def env_of(name: str) -> dict[str, str]:
         return {**base, **localised(environment(services[name]), port_of(server.url), results)}
