@@ -198,7 +198,8 @@ $(GO_CLIENT)/bin/scenario-%: $(GO_CLIENT)/%/main.go $(GO_SHARED) $(GO_SDKS)
 	$(GO_BUILD) -o bin/scenario-$* ./$*
 
 # compose.yaml booted for real (tests/compose): okuri's image on an S3 service, the bucket init
-# and a Celery worker container, driven by pytest-docker. With a Docker engine it uses `docker
+# and a Celery worker container, driven by pytest-docker; and docs/ci/celery-app's compose file
+# (okuri, the app's worker, its tests) run until its tests exit. With a Docker engine it uses `docker
 # compose`; elsewhere rootful podman, installing podman, runc, podman-compose and debootstrap
 # (and the CNI dnsname plugin, by which service names resolve between containers) with apt-get
 # when missing (as root or with sudo), and building the Python base image locally

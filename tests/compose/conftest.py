@@ -55,15 +55,32 @@ def docker_compose_command(compose_engine: Engine) -> str:
 
 
 @pytest.fixture(scope="session")
-def compose_images(
+def compose_base(
     compose_engine: Engine, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
-) -> Images:
-    work = tmp_path_factory.mktemp("images")
+) -> str | None:
+    """The Python base of every image (images.base_image): okuri's stack and the CI recipe."""
+    work = tmp_path_factory.mktemp("base")
     # Builds take minutes the first time: their progress (images.say) reaches the terminal.
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     try:
         with capture.global_and_fixture_disabled():
-            built = images.build_images(compose_engine, work, work / "build.log")
+            return images.base_image(compose_engine, work, work / "build.log")
+    except ContainersUnavailable as err:
+        pytest.fail(f"containers cannot run here: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def compose_images(
+    compose_engine: Engine,
+    compose_base: str | None,
+    tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
+) -> Images:
+    work = tmp_path_factory.mktemp("images")
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    try:
+        with capture.global_and_fixture_disabled():
+            built = images.build_images(compose_engine, compose_base, work, work / "build.log")
         images.check_runs(compose_engine, built.s3)
     except ContainersUnavailable as err:
         pytest.fail(f"containers cannot run here: {err}", pytrace=False)
@@ -74,12 +91,9 @@ def compose_images(
 def docker_compose_project_name(compose_engine: Engine) -> Iterator[str]:
     project = f"okuri-compose-{os.getpid()}"
     yield project
-    for service in stack.SERVICES:
-        compose_engine.run("rm", "-f", f"{project}-{service}")
-    compose_engine.run("network", "rm", f"{project}_default")
-    left = compose_engine.run("ps", "-a", "--filter", f"name=^{project}-", "--format", "{{.Names}}")
-    if left.returncode != 0 or left.stdout.strip():
-        pytest.fail(f"containers of {project} outlived the run: {left.stdout}{left.stderr}")
+    left = stack.remove_project(compose_engine, project, stack.SERVICES)
+    if left:
+        pytest.fail(f"containers of {project} outlived the run: {left}")
 
 
 @pytest.fixture(scope="session")

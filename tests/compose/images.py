@@ -310,9 +310,14 @@ def python_base(engine: Engine, work: Path, log: Path) -> str:
     return build(engine, tag, containerfile, context, log, args={"DEBIAN_IMAGE": debian})
 
 
-def build_images(engine: Engine, work: Path, log: Path) -> Images:
-    """Every image the test stack runs; with podman, on the locally built Python base."""
-    base = python_base(engine, work, log) if engine.name == "podman" else None
+def base_image(engine: Engine, work: Path, log: Path) -> str | None:
+    """The Python image every build starts from: with podman, one built here (no registry is
+    assumed); with Docker, None, which leaves each Dockerfile's own (official) image."""
+    return python_base(engine, work, log) if engine.name == "podman" else None
+
+
+def build_images(engine: Engine, base: str | None, work: Path, log: Path) -> Images:
+    """Every image the test stack runs, on `base` (base_image)."""
     args = {"OKURI_BASE_IMAGE": base} if base else {}
     dockerfile = ROOT / "Dockerfile"
     s3_context = work / "s3"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def _on_test_s3(service: dict[str, Any], name: str) -> dict[str, str]:
     return env
 
 
-def _shell_form(healthcheck: dict[str, Any]) -> dict[str, Any]:
+def shell_form(healthcheck: dict[str, Any]) -> dict[str, Any]:
     test = healthcheck["test"]
     if isinstance(test, list) and test[:1] == ["CMD"]:
         return {**healthcheck, "test": ["CMD-SHELL", shlex.join(test[1:])]}
@@ -195,7 +196,7 @@ def stack_document(
     out = {"s3": s3, "s3-init": s3_init, "okuri": okuri, "celery-worker": worker}
     for service in out.values():
         if "healthcheck" in service:
-            service["healthcheck"] = _shell_form(service["healthcheck"])
+            service["healthcheck"] = shell_form(service["healthcheck"])
     return {"name": project, "services": out}
 
 
@@ -262,3 +263,24 @@ def logs(engine: Engine, stack: Stack, lines: int = 40) -> str:
         done = engine.run("logs", "--tail", str(lines), stack.container(name))
         parts.append(f"--- {name} ---\n{(done.stdout + done.stderr).strip()}")
     return "\n".join(parts)
+
+
+def remove_project(
+    engine: Engine, project: str, services: Iterable[str], volumes: Iterable[str] = ()
+) -> str:
+    """Remove what a compose project left, each by its own name: its containers
+    (`{project}-{service}`), named volumes (`{project}_{volume}`) and default network. Returns
+    what still exists, or "" when nothing does; nothing of any other project is touched."""
+    for service in services:
+        engine.run("rm", "-f", f"{project}-{service}")
+    left_volumes = []
+    for volume in volumes:
+        name = f"{project}_{volume}"
+        engine.run("volume", "rm", "-f", name)
+        if engine.run("volume", "inspect", name).returncode == 0:
+            left_volumes.append(name)
+    engine.run("network", "rm", f"{project}_default")
+    left = engine.run("ps", "-a", "--filter", f"name=^{project}-", "--format", "{{.Names}}")
+    if left.returncode != 0 or left.stdout.strip() or left_volumes:
+        return f"{left.stdout}{left.stderr}{' '.join(left_volumes)}".strip() or "unknown"
+    return ""
