@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: serve test check lint install dst bench-cost bench-sqs bench-native bench-cluster bench-celery record \
-	clients laravel compose-test compose-tools containers proto promtool
+	clients laravel compose-test compose-tools containers proto promtool chromium
 
 RUNTIME := $(VENV)/.runtime
 
@@ -53,7 +53,7 @@ lint: $(STAMP)
 # its output in $(COMPOSE_LOG), summed up at the end; `make test` fails if either fails.
 COMPOSE_LOG := .compose-test.log
 
-test: lint clients compose-tools promtool
+test: lint clients compose-tools promtool chromium
 	@echo "make test: the compose stack (tests/compose) boots beside the other tests; its log: $(COMPOSE_LOG)"
 	@$(BIN)/python -m pytest tests/compose -p no:cacheprovider >$(COMPOSE_LOG) 2>&1 & stack=$$!; \
 	trap 'kill $$stack 2>/dev/null' INT TERM; \
@@ -158,6 +158,16 @@ $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 	$(1) </dev/null
 endef
+
+# Debian's chromium and chromium-driver drive the web console's browser test
+# (tests/surface/test_console.py, headless through selenium); installed with apt-get when missing.
+CHROMEDRIVER := /usr/bin/chromedriver
+
+chromium: $(CHROMEDRIVER)
+
+$(CHROMEDRIVER):
+	@$(call apt_install,chromium chromium-driver,chromium)
+	@[ -x $@ ] || { echo "make chromium: $@ is still missing after installing chromium-driver" >&2; exit 1; }
 
 # promtool (Debian's prometheus package) checks deploy/prometheus's alert rules and runs their
 # unit tests (tests/surface/test_deploy.py); installed with apt-get when missing.

@@ -207,3 +207,10 @@ exchange_name_chars_max = 80
 exchange_bindings_max = 1_000
 routing_key_chars_max = 255
 exchange_cache_ms = 1_000
+
+# The web console's in-memory history (okuri/console/history.py): one sample per queue every
+# `console_sample_s`, the last `console_samples_max` of them (an hour), for at most
+# `console_queues_max` queues.
+console_sample_s = 10
+console_samples_max = 360
+console_queues_max = 100

@@ -61,6 +61,9 @@ class Engine:
         self.node_id = node_id or clock.new_id()[:8]
         self.cache = SegmentCache(limits.segment_cache_bytes_max)
         self.stats: Counter[str] = Counter()
+        # Per queue: messages sent and deleted through this node (the console's chart).
+        self.sent: Counter[str] = Counter()
+        self.deleted: Counter[str] = Counter()
         self.peering = Peering()  # the server connects it (okuri/engine/peering.py)
         self.expiry = Expiry(store, clock, self.stats, self.node_id)
         self.expiry_sweeper = ExpirySweeper(self.expiry, self._expired)
@@ -230,7 +233,9 @@ class Engine:
         """Send messages; each gets its result or its own error, in order."""
         if not requests:
             return []
-        return await self.runtime(name).send(requests)
+        results = await self.runtime(name).send(requests)
+        self.sent[name] += sum(1 for r in results if not isinstance(r, Exception))
+        return results
 
     async def send_one(self, name: str, request: SendRequest) -> SendResult:
         (result,) = await self.send(name, [request])
@@ -276,7 +281,9 @@ class Engine:
     async def ack(
         self, name: str, receipt_handles: Sequence[str]
     ) -> list[AckResult | ReceiptHandleInvalid]:
-        return await self.runtime(name).ack(receipt_handles)
+        results = await self.runtime(name).ack(receipt_handles)
+        self.deleted[name] += sum(1 for r in results if r in ("acked", "logged"))
+        return results
 
     async def change_visibility(
         self, name: str, entries: Sequence[tuple[str, int]]

@@ -196,6 +196,17 @@ class KeyTable:
         table._admin = self._admin
         return table
 
+    def listed(self) -> list[dict[str, str]]:
+        """Every key's id, kind, role and namespace: never a secret, nor a key's hash."""
+        rows = []
+        if self._admin is not None:
+            rows.append(_row("admin-key", "bearer (environment)", "admin", ""))
+        rows += [_row(key_id_of(d), "bearer", k.role, k.namespace) for d, k in self._stored.items()]
+        if self._admin_access is not None:
+            rows.append(_row(self._admin_access[0], "sqs access key (environment)", "admin", ""))
+        rows += [_row(i, "sqs access key", k.role, k.namespace) for i, k in self._access.items()]
+        return rows
+
     def principal(self, key: str) -> Principal | None:
         """Who the bearer `key` is, or None for a key not configured."""
         digest = hash_key(key)
@@ -221,3 +232,7 @@ class KeyTable:
         if found is None:
             return None
         return Principal(access_key_id, found.role, found.namespace)
+
+
+def _row(key_id: str, kind: str, role: str, namespace: str) -> dict[str, str]:
+    return {"id": key_id, "kind": kind, "role": role, "namespace": namespace}

@@ -25,6 +25,8 @@ from aiohttp import web
 
 from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
+from okuri.console.history import History, Reading, Sampler
+from okuri.console.routes import Console
 from okuri.engine import Admission, Bounds, Engine, caller
 from okuri.errors import OkuriError, StoreError, StoreMisconfigured
 from okuri.native.grpc_service import SERVICE_NAME as GRPC_SERVICE
@@ -202,6 +204,12 @@ class Server:
             settings.admin_key, [], (settings.access_key_id, settings.secret_access_key)
         )
         main.router.add_route("*", NATIVE_PREFIX + "{tail:.*}", self._serve_native)
+        # The console only with a key to enter (otherwise /console is any unknown path).
+        self.history = History(self._reading)
+        self._sampler: Sampler | None = None
+        if settings.admin_key or settings.api_keys_file:
+            keys = (lambda: self.key_table) if settings.auth else None
+            Console(keys, self.history, self.clock).add_routes(main)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
         self._main_runner = web.AppRunner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
@@ -220,6 +228,12 @@ class Server:
             raise web.HTTPServiceUnavailable(text="starting")
         caller.set(request.protocol)
         return await self.native.handle(request)
+
+    def _reading(self) -> Reading:
+        engine = self.engine
+        if engine is None:
+            return Reading({}, {}, {})
+        return Reading(engine.cached_counts(), engine.sent, engine.deleted)
 
     def _load_keys(self) -> KeyTable:
         """The environment's keys and the keys file's; raises KeysFileInvalid."""
@@ -338,6 +352,7 @@ class Server:
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.engine.start_expiry_sweeper(settings.expiry_sweep_s)
+        self._sampler = Sampler(self.history, self.clock)
         self.health.serving(
             self.engine.probe_store,
             self.engine.stats,
@@ -421,6 +436,8 @@ class Server:
         if self.regions is not None:
             self.regions.stop_waiting()
         self.grpc.stopping()
+        if self._sampler is not None:
+            await self._sampler.stop()
         # HTTP requests and gRPC calls drain together; the listener stops accepting first.
         await asyncio.gather(self._main_runner.cleanup(), self.grpc.stop(limits.shutdown_grace_s))
         regions, self.regions = self.regions, None

@@ -112,3 +112,14 @@ def test_only_okuri_ships_not_the_tools_beside_it() -> None:
     found = setuptools.find_packages(str(ROOT), include=find["find"]["include"])
     assert "okuri" in found and "okuri.server" in found
     assert [p for p in found if p != "okuri" and not p.startswith("okuri.")] == []
+
+
+def test_the_wheel_ships_every_file_of_the_console() -> None:
+    """okuri/console/static/ is package data: each file there is matched by a pattern pyproject
+    gives setuptools, so the wheel serves the same console as a checkout."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]["okuri.console"]
+    static = ROOT / "okuri" / "console"
+    shipped = {p for pattern in patterns for p in static.glob(pattern)}
+    assert set((static / "static").iterdir()) == shipped
+    assert {p.name for p in shipped} == {"index.html", "console.js", "console.css"}
