@@ -45,8 +45,10 @@ class History:
         read: Callable[[], Reading],
         samples_max: int = limits.console_samples_max,
         queues_max: int = limits.console_queues_max,
+        period_s: float = limits.console_sample_s,
     ) -> None:
         self._read = read
+        self.period_s = period_s
         self._samples_max = samples_max
         self._queues_max = queues_max
         self._series: dict[str, deque[Sample]] = {}
@@ -80,18 +82,26 @@ class History:
 
     def series(self, name: str, now_ms: int) -> list[Sample]:
         """The samples kept of queue `name`, then one read now (not kept), so the chart ends
-        at the present; nothing for a queue this node has not touched."""
+        at the present: its sends and deletes so far, scaled to a whole period so that a
+        period just begun does not read as a drop. Nothing for a queue this node has not
+        touched."""
         r = self._read()
         kept = list(self._series.get(name, ()))
         if name not in r.counts:
             return kept
-        return [*kept, self._measure(r, name, now_ms)]
+        now = self._measure(r, name, now_ms)
+        if kept:
+            # At most tenfold: one send in the period's first moment is no burst.
+            period_ms = self.period_s * 1000
+            scale = period_ms / max(now_ms - kept[-1].at_ms, period_ms / 10)
+            now = Sample(now_ms, now.depth, round(now.sends * scale), round(now.deletes * scale))
+        return [*kept, now]
 
-    async def run(self, clock: Clock, period_s: float = limits.console_sample_s) -> None:
-        """Sample now and every `period_s` until cancelled."""
+    async def run(self, clock: Clock) -> None:
+        """Sample now and every period until cancelled."""
         while True:
             self.sample(clock.now_ms())
-            await clock.sleep(period_s)
+            await clock.sleep(self.period_s)
 
 
 class Sampler:

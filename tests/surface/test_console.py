@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from okuri.principals.keyfile import create_key
 from tests.servers import ServerProcess, create_with_dead_letter_queue, start_server
 
 ADMIN = "console-test-admin-key-0123456789"
@@ -52,10 +53,20 @@ FLAGS = (
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = start_server(
-        tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_ADMIN_KEY": ADMIN}
-    )
+def readonly(tmp_path: Path) -> tuple[Path, str]:
+    """A keys file holding one read-only key of the namespace `shop-`, and that key."""
+    path = tmp_path / "keys.json"
+    return path, create_key(str(path), "readonly", "shop-")[0]
+
+
+@pytest.fixture
+def server(tmp_path: Path, readonly: tuple[Path, str]) -> Iterator[ServerProcess]:
+    env = {
+        "OKURI_DATA_DIR": str(tmp_path / "data"),
+        "OKURI_ADMIN_KEY": ADMIN,
+        "OKURI_API_KEYS_FILE": str(readonly[0]),
+    }
+    proc = start_server(tmp_path, env)
     yield proc
     proc.terminate()
 
@@ -175,6 +186,23 @@ def test_console_logs_in_browses_and_redrives_a_dead_letter(
         time.sleep(0.1)
     until(browser, "orders shows three visible", lambda d: cell(d, "orders", "visible") == "3")
 
+    purge = '#queues tr[data-queue="orders"] button.purge'
+    browser.find_element(By.CSS_SELECTOR, purge).click()
+    until(browser, "the purge dialog", lambda d: dialog.is_displayed())
+    browser.find_element(By.ID, "confirm-cancel").click()
+    until(browser, "the dialog closed", lambda d: not dialog.is_displayed())
+    assert depth(sqs, url) == 3  # cancelled: nothing purged
+    browser.find_element(By.CSS_SELECTOR, purge).click()
+    until(browser, "the purge dialog", lambda d: dialog.is_displayed())
+    browser.find_element(By.ID, "confirm-ok").click()
+    until(
+        browser,
+        "the purge reported",
+        lambda d: "Purged orders" in d.find_element(By.ID, "notice").text,
+    )
+    until(browser, "orders shows none visible", lambda d: cell(d, "orders", "visible") == "0")
+    assert depth(sqs, url) == 0
+
     requests = requested_urls(browser)
     assert any("/v1/queues" in u for u, _ in requests), requests
     assert all(ADMIN not in u for u, _ in requests), requests
@@ -204,7 +232,9 @@ def test_console_is_served_with_a_strict_policy_and_right_types(server: ServerPr
     assert "<script>" not in page and " on" + "click=" not in page
 
 
-def test_console_reads_check_the_bearer_key(server: ServerProcess) -> None:
+def test_console_reads_check_the_bearer_key_role_and_namespace(
+    server: ServerProcess, readonly: tuple[Path, str]
+) -> None:
     def get(path: str, key: str | None) -> tuple[int, Any]:
         headers = {} if key is None else {"Authorization": f"Bearer {key}"}
         got = server.request("GET", path, headers=headers)
@@ -222,6 +252,16 @@ def test_console_reads_check_the_bearer_key(server: ServerProcess) -> None:
     assert get("/console/api/history?queue=nope", None)[0] == 401
     status, doc = get("/console/api/history?queue=nope", ADMIN)
     assert (status, doc) == (200, {"queue": "nope", "samples": []})
+    key = readonly[1]
+    assert get("/console/api/history?queue=shop-orders", key)[0] == 200
+    status, doc = get("/console/api/history?queue=orders", key)
+    assert (status, doc["error"]["code"]) == (403, "forbidden"), doc
+    status, doc = get("/console/api/keys", key)
+    assert (status, doc["error"]["code"]) == (403, "forbidden"), doc
+    status, doc = get("/console/api/keys", ADMIN)
+    [row] = [r for r in doc["keys"] if r["kind"] == "bearer"]
+    assert (row["role"], row["namespace"]) == ("readonly", "shop-")
+    assert key not in json.dumps(doc)
 
 
 def test_console_is_an_unknown_path_without_a_key(tmp_path: Path) -> None:

@@ -33,6 +33,11 @@ def test_samples_hold_depth_and_traffic_since_the_previous_sample() -> None:
     got = [s.to_json() for s in history.series("a", 12_000)]
     # The first sample counts no traffic (nothing before it); the last is read now, not kept.
     assert got == [[1_000, 6, 0, 0], [11_000, 5, 4, 2], [12_000, 5, 0, 0]]
+    node.sent["a"], node.deleted["a"] = 17, 3
+    # 3 sends and 1 delete in half a period: 6 and 2 a period.
+    assert history.series("a", 16_000)[-1].to_json() == [16_000, 5, 6, 2]
+    # Tenfold at most: 3 sends in the period's first 0.1 s do not read as 300 a period.
+    assert history.series("a", 11_100)[-1].to_json() == [11_100, 5, 30, 10]
     assert [s.at_ms for s in history.series("a", 13_000)] == [1_000, 11_000, 13_000]
 
 

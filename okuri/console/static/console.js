@@ -64,30 +64,35 @@ async function queueNames() {
   return names.slice(0, QUEUES_MAX);
 }
 
-// A small chart of the last hour: depth, sends and deletes, each scaled to its own maximum.
+// A small chart of up to the last hour (from the first sample the node kept): depth, sends and
+// deletes, each scaled to its own maximum.
 function chart(samples) {
   if (samples.length === 1) samples = [[samples[0][0] - 10000, ...samples[0].slice(1)], samples[0]];
   const ns = "http://www.w3.org/2000/svg";
-  const w = 180, h = 36;
+  const w = 240, h = 40;
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("width", w);
   svg.setAttribute("height", h);
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
   const end = samples.length ? samples[samples.length - 1][0] : 0;
-  const start = end - 3600 * 1000;
+  const span = samples.length ? Math.min(3600000, Math.max(60000, end - samples[0][0])) : 3600000;
+  const start = end - span;
+  const title = document.createElementNS(ns, "title");
+  title.textContent = `the last ${Math.round(span / 60000)} min`;
+  svg.appendChild(title);
   [["depth", 1], ["sends", 2], ["deletes", 3]].forEach(([cls, i]) => {
     const top = Math.max(1, ...samples.map((s) => s[i]));
-    const pts = samples.map((s) => {
-      const x = ((s[0] - start) / 3600000) * (w - 2) + 1;
+    const pts = samples.filter((s) => s[0] >= start).map((s) => {
+      const x = ((s[0] - start) / span) * (w - 2) + 1;
       const y = h - 2 - (s[i] / top) * (h - 4);
       return `${x.toFixed(1)},${y.toFixed(1)}`;
     });
     const line = document.createElementNS(ns, "polyline");
     line.setAttribute("class", cls);
     line.setAttribute("points", pts.join(" "));
-    const title = document.createElementNS(ns, "title");
-    title.textContent = `${cls}: max ${top}`;
-    line.appendChild(title);
+    const label = document.createElementNS(ns, "title");
+    label.textContent = `${cls}: max ${top}`;
+    line.appendChild(label);
     svg.appendChild(line);
   });
   return svg;
@@ -180,7 +185,11 @@ async function browse(queue, after) {
       return tr;
     });
     if (after) body.append(...rows); else body.replaceChildren(...rows);
-    if (!rows.length && !after) body.append(el("tr")).append(el("td", "No messages."));
+    if (!rows.length && !after) {
+      const empty = el("tr");
+      empty.append(el("td", "No messages."));
+      body.append(empty);
+    }
     browsing = { queue, next: page.next };
     $("browse-more").hidden = !page.next;
   } catch (err) {
