@@ -10,6 +10,7 @@ output pipe closed early.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -30,41 +31,17 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Subcommands whose module is not named after them.
+MODULES = {"celery": "celery_bench"}
+
+
 def load(name: str) -> Main:
     """The `cli_main` of subcommand `name`, imported now (and only it)."""
-    if name == "cost":
-        from bench import cost
-
-        return cost.cli_main
-    if name == "sqs":
-        from bench import sqs
-
-        return sqs.cli_main
-    if name == "native":
-        from bench import native
-
-        return native.cli_main
-    if name == "cluster":
-        from bench import cluster
-
-        return cluster.cli_main
-    if name == "celery":
-        from bench import celery_bench
-
-        return celery_bench.cli_main
-    if name == "floor":
-        from bench import floor
-
-        return floor.cli_main
-    if name == "scaleout":
-        from bench import scaleout
-
-        return scaleout.cli_main
-    if name == "testing":
-        from bench import testing
-
-        return testing.cli_main
-    raise KeyError(name)
+    if name not in COMMANDS:
+        raise KeyError(name)
+    module = importlib.import_module(f"bench.{MODULES.get(name, name)}")
+    main: Main = module.cli_main
+    return main
 
 
 def usage() -> str:
