@@ -29,6 +29,7 @@ webdriver = pytest.importorskip("selenium.webdriver")
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
     pytest.skip("no chromium and chromedriver: `make chromium`", allow_module_level=True)
 
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -90,14 +91,34 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[WebDriver]:
 def until(driver: WebDriver, what: str, check: Callable[[WebDriver], Any]) -> Any:
     """Wait (bounded) for `check` to answer something true; fail naming `what`."""
     try:
-        return WebDriverWait(driver, WAIT_S, 0.1).until(check)
+        # The queues table is rebuilt on every refresh: an element found a moment ago may be gone.
+        wait = WebDriverWait(
+            driver, WAIT_S, 0.1, ignored_exceptions=(StaleElementReferenceException,)
+        )
+        return wait.until(check)
     except Exception as err:
         pytest.fail(f"{what} within {WAIT_S} s: {err!r}\n{driver.page_source[-3000:]}")
 
 
 def cell(driver: WebDriver, queue: str, column: str) -> str:
-    rows = driver.find_elements(By.CSS_SELECTOR, f'#queues tr[data-queue="{queue}"] td.{column}')
-    return str(rows[0].text) if rows else ""
+    """One cell's text, read in one script call so a refresh between find and read cannot
+    leave a stale element."""
+    selector = f'#queues tr[data-queue="{queue}"] td.{column}'
+    text = driver.execute_script(
+        "const td = document.querySelector(arguments[0]); return td ? td.textContent : '';",
+        selector,
+    )
+    return str(text).strip()
+
+
+def click(driver: WebDriver, selector: str) -> None:
+    """Click what `selector` finds, finding it again if a refresh replaced it meanwhile."""
+
+    def clicked(d: WebDriver) -> bool:
+        d.find_element(By.CSS_SELECTOR, selector).click()
+        return True
+
+    until(driver, f"clicked {selector}", clicked)
 
 
 def dead_letter_one(sqs: Any) -> tuple[str, str]:
@@ -151,12 +172,15 @@ def test_console_logs_in_browses_and_redrives_a_dead_letter(
     until(browser, "orders shows two visible", lambda d: cell(d, "orders", "visible") == "2")
     assert cell(browser, "orders", "dead_lettered") == "1"
     assert cell(browser, "orders-dlq", "visible") == "1"
-    charts = browser.find_elements(By.CSS_SELECTOR, '#queues tr[data-queue="orders"] svg polyline')
-    assert [c.get_attribute("class") for c in charts] == ["depth", "sends", "deletes"]
+    charts = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((c) => c.getAttribute('class'));",
+        '#queues tr[data-queue="orders"] svg polyline',
+    )
+    assert charts == ["depth", "sends", "deletes"]
     until(browser, "the keys table", lambda d: "admin-key" in d.find_element(By.ID, "keys").text)
 
     row = '#queues tr[data-queue="orders-dlq"]'
-    browser.find_element(By.CSS_SELECTOR, row + " button:nth-of-type(1)").click()
+    click(browser, row + " button:nth-of-type(1)")
     until(
         browser,
         "the dead letter browsed",
@@ -172,7 +196,7 @@ def test_console_logs_in_browses_and_redrives_a_dead_letter(
     if target := os.environ.get("OKURI_CONSOLE_SCREENSHOT"):  # docs/images/console.png
         shutil.copyfile(tmp_path / "console.png", target)
 
-    browser.find_element(By.CSS_SELECTOR, row + " button.redrive").click()
+    click(browser, row + " button.redrive")
     dialog = browser.find_element(By.ID, "confirm")
     until(browser, "the confirmation dialog", lambda d: dialog.is_displayed())
     assert "orders-dlq" in browser.find_element(By.ID, "confirm-text").text
@@ -187,12 +211,12 @@ def test_console_logs_in_browses_and_redrives_a_dead_letter(
     until(browser, "orders shows three visible", lambda d: cell(d, "orders", "visible") == "3")
 
     purge = '#queues tr[data-queue="orders"] button.purge'
-    browser.find_element(By.CSS_SELECTOR, purge).click()
+    click(browser, purge)
     until(browser, "the purge dialog", lambda d: dialog.is_displayed())
     browser.find_element(By.ID, "confirm-cancel").click()
     until(browser, "the dialog closed", lambda d: not dialog.is_displayed())
     assert depth(sqs, url) == 3  # cancelled: nothing purged
-    browser.find_element(By.CSS_SELECTOR, purge).click()
+    click(browser, purge)
     until(browser, "the purge dialog", lambda d: dialog.is_displayed())
     browser.find_element(By.ID, "confirm-ok").click()
     until(
