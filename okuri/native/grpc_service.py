@@ -179,7 +179,7 @@ class QueueService:
                     self._log(request_id, entry, context, grpc.StatusCode.OK, started_s)
                 return answer
             except Exception as exc:
-                err = _native(exc)
+                err = _native(exc, request_id, spec.rpc)
             self.stats.count(operation, err.code, GRPC)
             status = status_of(err)
             if logging_on:
@@ -228,11 +228,12 @@ def _metadata(context: grpc.aio.ServicerContext[Any, Any], name: str) -> str | N
     return None
 
 
-def _native(exc: Exception) -> NativeError:
-    """The answer to a failure, as the HTTP surface gives it."""
+def _native(exc: Exception, request_id: str, rpc: str) -> NativeError:
+    """The answer to a failure, as the HTTP surface gives it; an unexpected one is logged with
+    its traceback under the id the client got in its trailing metadata."""
     if isinstance(exc, NativeError):
         return exc
     if isinstance(exc, OkuriError):
         return from_okuri(exc)
-    log.exception("native gRPC request failed")
+    log.exception("native gRPC request %s (%s) failed", request_id, rpc)
     return NativeError(500, "internal", "The request could not be processed.")

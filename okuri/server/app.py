@@ -7,19 +7,14 @@ It owns the start-up order and the shutdown order, because both decide whether m
 - stop (SIGTERM or SIGINT): readiness turns 503, the main listener stops accepting and lets
   in-flight requests finish, `engine.close()` flushes pending sends, the store closes, and the
   health listener goes last. Exit 0 when every pending send was flushed, 1 otherwise.
-Failures to start are one line on stderr and exit code 1, never a traceback.
+Failures to start are one line on stderr and exit code 1, never a traceback
+(okuri.server.startup); the process around a server is okuri.server.process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import signal
-import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from aiohttp import web
 
@@ -28,132 +23,27 @@ from okuri.clock import Clock, SystemClock
 from okuri.console.history import History, Reading, Sampler
 from okuri.console.routes import Console
 from okuri.engine import Admission, Bounds, Engine, caller
-from okuri.errors import OkuriError, StoreError, StoreMisconfigured
+from okuri.errors import OkuriError
 from okuri.native.grpc_service import SERVICE_NAME as GRPC_SERVICE
 from okuri.native.grpc_service import QueueService
 from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
-from okuri.server import logs
-from okuri.server.front import FrontSite
 from okuri.server.grpc_backend import GrpcBackend
-from okuri.server.health import Health, admission_lines, health_app
+from okuri.server.health import Health, admission_lines, health_app, queue_lines
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
-from okuri.server.settings import Address, Settings
-from okuri.server.tls import ServerTls, TlsFiles, TlsFilesInvalid, TlsFrontSite
+from okuri.server.settings import Settings
+from okuri.server.startup import StartupError, listen, one_line, open_store, urls_of, verify_store
+from okuri.server.tls import ServerTls, TlsFiles, TlsFilesInvalid
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.http import SqsHttp
-from okuri.store.check import verify_conditional_writes
 from okuri.store.counting import CountingStore, RequestCounts
-from okuri.store.local import LocalStore
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.server")
-
-
-class StartupError(OkuriError):
-    """The server cannot start; the message is the one line an operator sees."""
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
-def _local_store(data_dir: str) -> LocalStore:
-    root = os.path.abspath(data_dir)
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError as err:
-        raise StartupError(f"cannot use data directory {root}: {err.strerror}") from err
-    return LocalStore(root)
-
-
-async def open_store(settings: Settings) -> ObjectStore:
-    """The store the settings ask for: S3 when a bucket is set, else the local directory."""
-    if settings.s3_bucket is None:
-        return await asyncio.to_thread(_local_store, settings.data_dir)
-    # The S3 adapter (aiobotocore, botocore: half a second of imports) loads only for S3, so
-    # a server on a directory or in memory (an embedded one in tests) starts without it.
-    from botocore.exceptions import BotoCoreError
-
-    from okuri.store.s3 import S3Store
-
-    try:
-        return await S3Store(
-            settings.s3_bucket,
-            settings.s3_prefix,
-            settings.s3_endpoint,
-            settings.s3_region,
-            settings.s3_access_key_id,
-            settings.s3_secret_access_key,
-        ).open()
-    except (ValueError, BotoCoreError) as err:
-        raise StartupError(f"cannot set up the S3 client: {_one_line(err)}") from err
-
-
-async def verify_store(
-    store: ObjectStore, clock: Clock, budget_s: float = limits.startup_check_s
-) -> None:
-    """Run the conditional-write probe, retrying failures that say nothing about the store.
-
-    The local store is probed too: it cannot ignore conditions, but the probe's real writes are
-    the cheapest way to find an unwritable data directory before the first client does.
-    """
-    deadline_s = clock.monotonic_s() + budget_s
-    delay_s = 0.05
-    while True:
-        remaining_s = deadline_s - clock.monotonic_s()
-        try:
-            await asyncio.wait_for(verify_conditional_writes(store), max(remaining_s, 0.001))
-            return
-        except StoreMisconfigured as err:
-            raise StartupError(f"refusing to start: {_one_line(err)}") from err
-        except (StoreError, TimeoutError) as err:
-            retryable = isinstance(err, TimeoutError) or err.retryable
-            if not retryable or clock.monotonic_s() + delay_s >= deadline_s:
-                raise StartupError(
-                    f"the object store failed its start-up check within {budget_s:g} s: "
-                    + _one_line(err)
-                ) from err
-            log.warning("object store not answering yet (%s); retrying", _one_line(err))
-        await clock.sleep(delay_s)
-        delay_s = min(delay_s * 2, limits.startup_retry_s_max)
-
-
-def _urls(runner: web.AppRunner, scheme: str = "http") -> list[str]:
-    out = []
-    for sockname in runner.addresses:
-        host, port = sockname[0], sockname[1]
-        out.append(f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}")
-    return out
-
-
-async def _listen(
-    runner: web.AppRunner,
-    address: Address,
-    what: str,
-    grpc: GrpcBackend | None = None,
-    tls: ServerTls | None = None,
-) -> None:
-    """Listen on `address`; with `grpc`, gRPC connections go there (okuri.server.front), and
-    with `tls` every connection speaks TLS (okuri.server.tls)."""
-    await runner.setup()
-    site: web.BaseSite
-    if grpc is None:
-        site = web.TCPSite(runner, address.host, address.port)
-    elif tls is None:
-        site = FrontSite(runner, address.host, address.port, grpc.splice)
-    else:
-        site = TlsFrontSite(runner, address.host, address.port, grpc.splice, tls)
-    try:
-        await site.start()
-    except OSError as err:
-        raise StartupError(
-            f"cannot listen on {address} ({what}): {err.strerror or _one_line(err)}"
-        ) from err
 
 
 class Server:
@@ -273,11 +163,11 @@ class Server:
     @property
     def urls(self) -> list[str]:
         """Where the main listener answers (ports resolved, so ':0' works in tests)."""
-        return _urls(self._main_runner, "http" if self.tls is None else "https")
+        return urls_of(self._main_runner, "http" if self.tls is None else "https")
 
     @property
     def health_urls(self) -> list[str]:
-        return _urls(self._health_runner)
+        return urls_of(self._health_runner)
 
     async def start(self) -> None:
         settings = self.settings
@@ -287,7 +177,7 @@ class Server:
                 self.tls = await asyncio.to_thread(ServerTls, files)
             except TlsFilesInvalid as err:
                 raise StartupError(str(err)) from err
-        await _listen(self._health_runner, settings.health_listen, "health")
+        await listen(self._health_runner, settings.health_listen, "health")
         opened = self._given_store if self._given_store is not None else await open_store(settings)
         self.store = CountingStore(opened, self.counts)
         await verify_store(self.store, self.clock)
@@ -347,8 +237,8 @@ class Server:
         try:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
         except (OSError, RuntimeError) as err:
-            raise StartupError(f"cannot start the gRPC server: {_one_line(err)}") from err
-        await _listen(self._main_runner, settings.listen, "SQS", self.grpc, self.tls)
+            raise StartupError(f"cannot start the gRPC server: {one_line(err)}") from err
+        await listen(self._main_runner, settings.listen, "SQS", self.grpc, self.tls)
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.engine.start_expiry_sweeper(settings.expiry_sweep_s)
@@ -359,7 +249,7 @@ class Server:
             [
                 self.sqs.metric_lines,
                 self.native.stats.metric_lines,
-                self._depth_lines,
+                lambda: queue_lines(self.engine, self.clock.now_ms()),
                 lambda: admission_lines(self.admission),
             ],
         )
@@ -392,40 +282,6 @@ class Server:
         home = [] if self.engine is None else [self.engine]
         return home + ([] if self.regions is None else self.regions.engines())
 
-    def _depth_lines(self) -> list[str]:
-        lines = [
-            "# HELP okuri_queue_messages Approximate messages per queue and state, from this "
-            "node's cached manifests.",
-            "# TYPE okuri_queue_messages gauge",
-        ]
-        depths = self.engine.cached_counts() if self.engine is not None else {}
-        for name, c in sorted(depths.items()):
-            for state, n in (
-                ("visible", c.visible),
-                ("in_flight", c.in_flight),
-                ("delayed", c.delayed),
-            ):
-                lines.append(f'okuri_queue_messages{{queue="{name}",state="{state}"}} {n}')
-        lines += [
-            "# HELP okuri_queue_oldest_message_age_seconds Age of the oldest visible message "
-            "per queue (0 when none is visible), from this node's cached manifests.",
-            "# TYPE okuri_queue_oldest_message_age_seconds gauge",
-        ]
-        oldest = self.engine.cached_oldest_visible_ms() if self.engine is not None else {}
-        now_ms = self.clock.now_ms()
-        for name, sent_ms in sorted(oldest.items()):
-            age_s = 0.0 if sent_ms is None else max(now_ms - sent_ms, 0) / 1000
-            lines.append(f'okuri_queue_oldest_message_age_seconds{{queue="{name}"}} {age_s:g}')
-        lines += [
-            "# HELP okuri_queue_unadopted_slots Slots this node knows to be written past the "
-            "queue's manifest cursor, not yet adopted by any consumer.",
-            "# TYPE okuri_queue_unadopted_slots gauge",
-        ]
-        waiting = self.engine.cached_unadopted_slots() if self.engine is not None else {}
-        for name, n in sorted(waiting.items()):
-            lines.append(f'okuri_queue_unadopted_slots{{queue="{name}"}} {n}')
-        return lines
-
     async def stop(self) -> bool:
         """Shut down in order; True when every pending send was flushed to the store."""
         self.health.phase = "stopping"
@@ -448,7 +304,7 @@ class Server:
             try:
                 await asyncio.wait_for(engine.close(), limits.flush_timeout_s)
             except (OkuriError, TimeoutError) as err:
-                log.error("pending sends could not be flushed: %s", _one_line(err))
+                log.error("pending sends could not be flushed: %s", one_line(err))
                 flushed = False
         await self.peers.close()
         store, self.store = self.store, None
@@ -456,97 +312,6 @@ class Server:
             try:
                 await store.close()
             except (OkuriError, OSError) as err:
-                log.warning("closing the store: %s", _one_line(err))
+                log.warning("closing the store: %s", one_line(err))
         await self._health_runner.cleanup()
         return flushed
-
-
-async def _reload_on(hangup: asyncio.Event, server: Server) -> None:
-    while True:
-        await hangup.wait()
-        hangup.clear()
-        server.reload_keys()
-        if server.tls is not None:
-            server.tls.reload()
-
-
-async def serve(
-    settings: Settings,
-    stop: asyncio.Event,
-    clock: Clock | None = None,
-    hangup: asyncio.Event | None = None,
-    node_id: str | None = None,
-) -> int:
-    """Run a server until `stop` is set; a stop during start-up abandons the start cleanly.
-    Each time `hangup` is set (SIGHUP), the native API's keys file and the TLS files are read
-    again."""
-    server = Server(settings, clock, node_id=node_id)
-    starting = asyncio.ensure_future(server.start())
-    stopping = asyncio.ensure_future(stop.wait())
-    reloading = asyncio.ensure_future(_reload_on(hangup or asyncio.Event(), server))
-    try:
-        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if not starting.done():
-            log.info("stop requested during start-up")
-            starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await starting  # re-raises StartupError
-        await stopping
-        log.info("stopping: draining requests and flushing pending sends")
-    finally:
-        stopping.cancel()
-        reloading.cancel()
-        flushed = await server.stop()
-    log.info("stopped" if flushed else "stopped with unflushed sends")
-    return 0 if flushed else 1
-
-
-async def _serve_until_signalled(settings: Settings, node_id: str) -> int:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signals = (signal.SIGTERM, signal.SIGINT)
-
-    def on_signal(signum: int) -> None:
-        log.info("received %s", signal.Signals(signum).name)
-        stop.set()
-        for sig in signals:  # a second signal gets Python's default: an immediate exit
-            loop.remove_signal_handler(sig)
-
-    log.debug("event loop: %s.%s", type(loop).__module__, type(loop).__name__)
-    for sig in signals:
-        loop.add_signal_handler(sig, on_signal, sig)
-    hangup = asyncio.Event()
-    loop.add_signal_handler(signal.SIGHUP, hangup.set)
-    try:
-        return await serve(settings, stop, hangup=hangup, node_id=node_id)
-    finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
-        loop.remove_signal_handler(signal.SIGHUP)
-
-
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
-
-
-def _run(main: Coroutine[Any, Any, int]) -> int:
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(main)
-
-
-def run(settings: Settings) -> int:
-    """Serve until signalled; the process exit code."""
-    node_id = SystemClock().new_id()[:8]
-    logs.configure(settings.log_level, settings.log_format, node_id)
-    try:
-        return _run(_serve_until_signalled(settings, node_id))
-    except StartupError as err:
-        print(f"okuri: error: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("okuri: interrupted", file=sys.stderr)
-        return 130

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as err:
         print(f"okuri: error: {err}", file=sys.stderr)
         return 2
-    from okuri.server.app import run  # aiohttp and aiobotocore load only when serving
+    from okuri.server.process import run  # aiohttp and aiobotocore load only when serving
 
     return run(settings)
 

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from okuri import __version__, access_log, limits
 from okuri.clock import Clock
-from okuri.engine import Admission
+from okuri.engine import Admission, Engine
 from okuri.errors import StoreError
 from okuri.store.counting import RequestCounts
 
@@ -139,6 +139,53 @@ def admission_lines(admission: Admission) -> list[str]:
         f'okuri_shed_requests_total{{surface="{_label(surface)}",kind="{kind}"}} {n}'
         for (surface, kind), n in sorted(now.shed.items())
     ]
+    return lines
+
+
+def queue_lines(engine: Engine | None, now_ms: int) -> list[str]:
+    """Per-queue gauges from this node's cached manifests, and this node's per-queue sends and
+    deletes since it started (a sum over nodes is the cluster's rate)."""
+    lines = [
+        "# HELP okuri_queue_messages Approximate messages per queue and state, from this "
+        "node's cached manifests.",
+        "# TYPE okuri_queue_messages gauge",
+    ]
+    depths = engine.cached_counts() if engine is not None else {}
+    for name, c in sorted(depths.items()):
+        for state, n in (
+            ("visible", c.visible),
+            ("in_flight", c.in_flight),
+            ("delayed", c.delayed),
+        ):
+            lines.append(f'okuri_queue_messages{{queue="{_label(name)}",state="{state}"}} {n}')
+    lines += [
+        "# HELP okuri_queue_oldest_message_age_seconds Age of the oldest visible message "
+        "per queue (0 when none is visible), from this node's cached manifests.",
+        "# TYPE okuri_queue_oldest_message_age_seconds gauge",
+    ]
+    oldest = engine.cached_oldest_visible_ms() if engine is not None else {}
+    for name, sent_ms in sorted(oldest.items()):
+        age_s = 0.0 if sent_ms is None else max(now_ms - sent_ms, 0) / 1000
+        lines.append(f'okuri_queue_oldest_message_age_seconds{{queue="{_label(name)}"}} {age_s:g}')
+    lines += [
+        "# HELP okuri_queue_unadopted_slots Slots this node knows to be written past the "
+        "queue's manifest cursor, not yet adopted by any consumer.",
+        "# TYPE okuri_queue_unadopted_slots gauge",
+    ]
+    waiting = engine.cached_unadopted_slots() if engine is not None else {}
+    lines += [
+        f'okuri_queue_unadopted_slots{{queue="{_label(name)}"}} {n}'
+        for name, n in sorted(waiting.items())
+    ]
+    sent: Mapping[str, int] = engine.sent if engine is not None else {}
+    deleted: Mapping[str, int] = engine.deleted if engine is not None else {}
+    names = sorted(set(sent) | set(deleted))  # both series from a queue's first send or delete
+    for metric, what, counts in (
+        ("okuri_queue_sent_messages_total", "Messages this node accepted", sent),
+        ("okuri_queue_deleted_messages_total", "Messages this node deleted", deleted),
+    ):
+        lines += [f"# HELP {metric} {what} per queue since it started.", f"# TYPE {metric} counter"]
+        lines += [f'{metric}{{queue="{_label(name)}"}} {counts.get(name, 0)}' for name in names]
     return lines
 
 

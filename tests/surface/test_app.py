@@ -18,9 +18,11 @@ from okuri.clock import SystemClock
 from okuri.engine import Engine
 from okuri.errors import Transient, Unavailable
 from okuri.server import app as app_module
-from okuri.server.app import Server, StartupError, serve, verify_store
+from okuri.server.app import Server
 from okuri.server.health import Health, render_metrics
+from okuri.server.process import serve
 from okuri.server.settings import Settings
+from okuri.server.startup import StartupError, open_store, verify_store
 from okuri.store.counting import RequestCounts
 from okuri.store.memory import MemoryStore
 
@@ -209,7 +211,7 @@ async def test_s3_settings_build_an_s3_store_without_touching_the_network() -> N
     settings = dataclasses.replace(
         Settings.load({}), s3_bucket="b", s3_endpoint="http://127.0.0.1:1", s3_prefix="p"
     )
-    store = await app_module.open_store(settings)
+    store = await open_store(settings)
     try:
         assert type(store).__name__ == "S3Store"
     finally:

@@ -83,7 +83,7 @@ def test_serving_loads_no_tool() -> None:
     and the admin commands built on it."""
     tools = ("bench", "okuri.sim", "okuri.client", "okuri.admin")
     probe = (
-        "import sys, okuri.server.cli, okuri.server.app; "
+        "import sys, okuri.server.cli, okuri.server.process; "
         f"print(sorted(m for m in sys.modules if m.startswith({tools!r})))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

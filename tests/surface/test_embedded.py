@@ -13,8 +13,8 @@ import pytest
 from okuri.client import Client
 from okuri.embedded import Embedded, serve_in_thread
 from okuri.engine import SendRequest
-from okuri.server.app import StartupError
 from okuri.server.settings import SettingsError
+from okuri.server.startup import StartupError
 
 
 async def test_an_engine_in_memory_keeps_nothing_after_its_block() -> None:

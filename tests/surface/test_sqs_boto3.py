@@ -336,5 +336,11 @@ def test_metrics_count_sqs_requests_batches_and_depths(
     assert got["Messages"]
     text = server.get("/metrics").text
     assert f'okuri_queue_unadopted_slots{{queue="{name}"}} 0' in text
+    # this node's per-queue counters: the batch's three sends, and no delete yet
+    assert f'okuri_queue_sent_messages_total{{queue="{name}"}} 3' in text
+    assert f'okuri_queue_deleted_messages_total{{queue="{name}"}} 0' in text
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=got["Messages"][0]["ReceiptHandle"])
+    text = server.get("/metrics").text
+    assert f'okuri_queue_deleted_messages_total{{queue="{name}"}} 1' in text
     for event in ("manifest_commits", "manifest_cas_attempts", "slots_discovered"):
         assert f'okuri_engine_events_total{{event="{event}"}}' in text
