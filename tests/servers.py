@@ -15,6 +15,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -27,6 +28,7 @@ from bench import launch
 from bench.launch import LaunchError
 from bench.launch import clean_environ as clean_environ  # re-exported for the tests' use
 from compat.clients import Client
+from okuri.principals.keyfile import create_key
 
 START_S = 30.0  # a cold interpreter importing aiobotocore can take a few seconds on CI
 STOP_S = 10.0
@@ -131,9 +133,7 @@ class ServerProcess:
         )
 
 
-def serve(
-    settings: dict[str, str], log_path: Path, ready_path: str = "/readyz"
-) -> ServerProcess:
+def serve(settings: dict[str, str], log_path: Path, ready_path: str = "/readyz") -> ServerProcess:
     """A ready `okuri serve` with `settings` (bench/launch.py); the test fails with its log's
     tail if it does not become ready."""
     try:
@@ -164,6 +164,36 @@ def start_server(tmp: Path, env: dict[str, str]) -> ServerProcess:
         **env,
     }
     return serve(settings, tmp / "okuri.log")
+
+
+# --- a server with native API keys: the environment's admin key, and a keys file --------------
+
+BEARER_ROLES = ("admin", "producer", "consumer", "readonly")
+
+
+class RoleKeys(NamedTuple):
+    """A keys file, and the bearer key it holds for each role (all limited to one namespace)."""
+
+    file: Path
+    by_role: dict[str, str]
+
+
+def role_keys(
+    directory: Path, namespace: str = "", roles: Iterable[str] = BEARER_ROLES
+) -> RoleKeys:
+    """`okuri keys create` once per role into `directory`/keys.json, as an operator would."""
+    path = directory / "keys.json"
+    return RoleKeys(path, {role: create_key(str(path), role, namespace)[0] for role in roles})
+
+
+def keyed_server(tmp: Path, admin_key: str, keys_file: Path) -> ServerProcess:
+    """A real `okuri serve` on `tmp`/data with `OKURI_ADMIN_KEY` and `OKURI_API_KEYS_FILE` set."""
+    env = {
+        "OKURI_DATA_DIR": str(tmp / "data"),
+        "OKURI_ADMIN_KEY": admin_key,
+        "OKURI_API_KEYS_FILE": str(keys_file),
+    }
+    return start_server(tmp, env)
 
 
 # --- queues set up through a boto3 SQS client, as a user would -------------------------------

@@ -19,7 +19,7 @@ import pytest
 from bench.launch import free_port
 from okuri.client import Client
 from okuri.principals.keyfile import create_key
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, keyed_server
 
 ADMIN = "admin-cli-test-admin-key-0123456789"
 OKURI = str(Path(sys.executable).parent / "okuri")
@@ -38,13 +38,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("admin-cli")
-    env = {
-        "OKURI_DATA_DIR": str(tmp / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(keys.file),
-    }
-    proc = start_server(tmp, env)
+    proc = keyed_server(tmp_path_factory.mktemp("admin-cli"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 

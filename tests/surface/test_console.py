@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 
 from okuri.principals.keyfile import create_key
-from tests.servers import ServerProcess, create_with_dead_letter_queue, start_server
+from tests.servers import (
+    ServerProcess,
+    create_with_dead_letter_queue,
+    keyed_server,
+    start_server,
+)
 
 ADMIN = "console-test-admin-key-0123456789"
 WRONG = "not-the-key-at-all-0123456789"
@@ -62,12 +67,7 @@ def readonly(tmp_path: Path) -> tuple[Path, str]:
 
 @pytest.fixture
 def server(tmp_path: Path, readonly: tuple[Path, str]) -> Iterator[ServerProcess]:
-    env = {
-        "OKURI_DATA_DIR": str(tmp_path / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(readonly[0]),
-    }
-    proc = start_server(tmp_path, env)
+    proc = keyed_server(tmp_path, ADMIN, readonly[0])
     yield proc
     proc.terminate()
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import grpc
 import pytest
@@ -18,35 +17,24 @@ import pytest
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.client import BrowsedItem, ForbiddenError
-from okuri.principals.keyfile import create_key
 from tests.clients import CLIENTS, open_client
-from tests.servers import Response, ServerProcess, start_server
+from tests.servers import Response, RoleKeys, ServerProcess, keyed_server, role_keys
 
 ADMIN = "browse-test-admin-key-0123456789"
 NS = "nb-"
 
 
-class Keys(NamedTuple):
-    file: Path
-    by_role: dict[str, str]
+Keys = RoleKeys
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    path = tmp_path_factory.mktemp("keys") / "keys.json"
-    roles = ("admin", "producer", "consumer", "readonly")
-    return Keys(path, {role: create_key(str(path), role, NS)[0] for role in roles})
+    return role_keys(tmp_path_factory.mktemp("keys"), NS)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("browse")
-    env = {
-        "OKURI_DATA_DIR": str(tmp / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(keys.file),
-    }
-    proc = start_server(tmp, env)
+    proc = keyed_server(tmp_path_factory.mktemp("browse"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -33,37 +33,24 @@ from okuri.client import (
     TooLargeError,
     TransportError,
 )
-from okuri.principals.keyfile import create_key
 from tests.clients import CLIENTS, open_client, over
-from tests.servers import ServerProcess, start_server
+from tests.servers import RoleKeys, ServerProcess, keyed_server, role_keys, start_server
 
 ADMIN = "client-test-admin-key-0123456789"
 NS = "nc-"  # the namespace of the role keys
 
 
-class Keys(NamedTuple):
-    file: Path
-    by_role: dict[str, str]
+Keys = RoleKeys
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    path = tmp_path_factory.mktemp("keys") / "keys.json"
-    roles = ("producer", "consumer", "readonly")
-    return Keys(path, {role: create_key(str(path), role, NS)[0] for role in roles})
+    return role_keys(tmp_path_factory.mktemp("keys"), NS, ("producer", "consumer", "readonly"))
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("client")
-    proc = start_server(
-        tmp,
-        {
-            "OKURI_DATA_DIR": str(tmp / "data"),
-            "OKURI_ADMIN_KEY": ADMIN,
-            "OKURI_API_KEYS_FILE": str(keys.file),
-        },
-    )
+    proc = keyed_server(tmp_path_factory.mktemp("client"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 

@@ -12,7 +12,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
@@ -28,38 +27,24 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
-from okuri.principals.keyfile import create_key
 from tests.grpc_calls import RPCS
-from tests.servers import Launch, ServerProcess, start_server
+from tests.servers import Launch, RoleKeys, ServerProcess, keyed_server, role_keys
 
 ADMIN = "grpc-test-admin-key-0123456789"
 SERVICE = "okuri.api.v1.QueueService"
 
 
-class Keys(NamedTuple):
-    file: Path
-    by_role: dict[str, str]  # role -> a key limited to namespace "ns-"
+Keys = RoleKeys  # a key per role, each limited to namespace "ns-"
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    path = tmp_path_factory.mktemp("keys") / "keys.json"
-    by_role = {
-        role: create_key(str(path), role, "ns-")[0]
-        for role in ("admin", "producer", "consumer", "readonly")
-    }
-    return Keys(path, by_role)
+    return role_keys(tmp_path_factory.mktemp("keys"), "ns-")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("native-grpc")
-    env = {
-        "OKURI_DATA_DIR": str(tmp / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(keys.file),
-    }
-    proc = start_server(tmp, env)
+    proc = keyed_server(tmp_path_factory.mktemp("native-grpc"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 
@@ -129,9 +114,7 @@ def test_queue_lifecycle_create_get_update_list_purge_delete(
 ) -> None:
     name, dlq = fresh(), fresh()
     stub.CreateQueue(pb.CreateQueueRequest(name=dlq), metadata=auth())
-    attrs = pb.QueueAttributes(
-        lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq, delay_s=0
-    )
+    attrs = pb.QueueAttributes(lease_timeout_s=45, max_attempts=3, dead_letter_queue=dlq, delay_s=0)
     created = stub.CreateQueue(pb.CreateQueueRequest(name=name, attributes=attrs), metadata=auth())
     assert created.name == name and not created.fifo
     assert created.attributes == pb.QueueAttributes(

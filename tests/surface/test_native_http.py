@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import grpc
 import pytest
@@ -24,37 +24,22 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.principals.keyfile import create_key
-from tests.servers import Response, ServerProcess, start_server
+from tests.servers import Response, RoleKeys, ServerProcess, keyed_server, role_keys, start_server
 
 ADMIN = "native-test-admin-key-0123456789"
 
 
-class Keys(NamedTuple):
-    file: Path
-    by_role: dict[str, str]  # role -> a key limited to namespace "ns-"
+Keys = RoleKeys  # a key per role, each limited to namespace "ns-"
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
-    path = tmp_path_factory.mktemp("keys") / "keys.json"
-    by_role = {
-        role: create_key(str(path), role, "ns-")[0]
-        for role in ("admin", "producer", "consumer", "readonly")
-    }
-    return Keys(path, by_role)
+    return role_keys(tmp_path_factory.mktemp("keys"), "ns-")
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("native")
-    proc = start_server(
-        tmp,
-        {
-            "OKURI_DATA_DIR": str(tmp / "data"),
-            "OKURI_ADMIN_KEY": ADMIN,
-            "OKURI_API_KEYS_FILE": str(keys.file),
-        },
-    )
+    proc = keyed_server(tmp_path_factory.mktemp("native"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 

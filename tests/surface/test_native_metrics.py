@@ -15,7 +15,7 @@ from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
 from okuri.native.routes import ROUTES
 from okuri.principals.keyfile import create_key
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, keyed_server
 
 ADMIN = "native-metrics-test-admin-key-0123456789"
 FAMILY = "okuri_native_requests_total"
@@ -31,13 +31,7 @@ def readonly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def server(
     tmp_path_factory: pytest.TempPathFactory, readonly: tuple[Path, str]
 ) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("native-metrics")
-    env = {
-        "OKURI_DATA_DIR": str(tmp / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(readonly[0]),
-    }
-    proc = start_server(tmp, env)
+    proc = keyed_server(tmp_path_factory.mktemp("native-metrics"), ADMIN, readonly[0])
     yield proc
     proc.terminate()
 

@@ -16,7 +16,7 @@ import pytest
 from okuri.native.openapi import DOCUMENT, EXAMPLE_EXCHANGE, EXAMPLE_QUEUE
 from okuri.principals.keyfile import create_key
 from tests.openapi_doc import by_id, check_answer, operations
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, keyed_server
 
 ADMIN = "openapi-test-admin-key-0123456789"
 PROBED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -32,15 +32,7 @@ def readonly_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def server(
     tmp_path_factory: pytest.TempPathFactory, readonly_key: tuple[Path, str]
 ) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("openapi")
-    proc = start_server(
-        tmp,
-        {
-            "OKURI_DATA_DIR": str(tmp / "data"),
-            "OKURI_ADMIN_KEY": ADMIN,
-            "OKURI_API_KEYS_FILE": str(readonly_key[0]),
-        },
-    )
+    proc = keyed_server(tmp_path_factory.mktemp("openapi"), ADMIN, readonly_key[0])
     yield proc
     proc.terminate()
 

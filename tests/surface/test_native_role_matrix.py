@@ -23,7 +23,7 @@ import pytest
 from okuri.native.routes import ROUTES
 from okuri.principals.keyfile import create_key
 from okuri.principals.roles import OPERATIONS, ROLES, Operation, Role, decide
-from tests.servers import ServerProcess, start_server
+from tests.servers import ServerProcess, keyed_server
 
 ADMIN = "native-matrix-test-admin-key-0123456789"  # every queue, to set the matrix up
 NAMESPACE = "ns-"
@@ -61,9 +61,7 @@ REQUESTS: dict[Operation, Callable[[str], Call]] = {
     "list_exchanges": lambda x: Call("GET", f"/v1/exchanges?prefix={x}"),
     "delete_exchange": lambda x: Call("DELETE", f"/v1/exchanges/{x}"),
     "bind": lambda x: Call("POST", f"/v1/exchanges/{x}/bind", {"queue": x, "routing_key": "k"}),
-    "unbind": lambda x: Call(
-        "POST", f"/v1/exchanges/{x}/unbind", {"queue": x, "routing_key": "k"}
-    ),
+    "unbind": lambda x: Call("POST", f"/v1/exchanges/{x}/unbind", {"queue": x, "routing_key": "k"}),
     "publish": lambda x: Call(
         "POST", f"/v1/exchanges/{x}/messages", {"routing_key": "k", "items": [{"body": "m"}]}
     ),
@@ -83,13 +81,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Keys:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, keys: Keys) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("native-matrix")
-    env = {
-        "OKURI_DATA_DIR": str(tmp / "data"),
-        "OKURI_ADMIN_KEY": ADMIN,
-        "OKURI_API_KEYS_FILE": str(keys.file),
-    }
-    proc = start_server(tmp, env)
+    proc = keyed_server(tmp_path_factory.mktemp("native-matrix"), ADMIN, keys.file)
     yield proc
     proc.terminate()
 
