@@ -45,11 +45,16 @@ class Authority:
         path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         return cls(key, cert, path)
 
-    def issue(self, cert_path: Path, key_path: Path, name: str, client: bool = False) -> int:
-        """A leaf for 127.0.0.1 and localhost (a client one with `client`); its serial."""
+    def issue(
+        self, cert_path: Path, key_path: Path, name: str, client: bool = False, node: bool = False
+    ) -> int:
+        """A leaf for 127.0.0.1 and localhost: a server's, a client's with `client`, or with
+        `node` one for both (a node that serves and, under mutual TLS, forwards); its serial."""
         key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        usages = [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [ExtendedKeyUsageOID.SERVER_AUTH]
+        if node:
+            usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
         cert = (
             _builder(subject, self.cert.subject, key.public_key())
             .add_extension(
@@ -58,7 +63,7 @@ class Authority:
                 ),
                 critical=False,
             )
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .sign(self.key, hashes.SHA256())
         )
         cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

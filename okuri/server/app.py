@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from aiohttp import web
 
@@ -86,7 +87,7 @@ class Server:
         )
         self._peer_url = ""
         self.regions: Regions | None = None
-        self.peers = Peers(settings.secret_access_key, self._engine_for_scope)
+        self.peers = Peers(settings.secret_access_key, self._engine_for_scope, self._peer_tls)
         main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("POST", PEER_PATH, self._serve_peer)
         self.native: NativeHttp | None = None
@@ -154,6 +155,9 @@ class Server:
         """The engine a forwarded commit names: the home region's for "", else a region's."""
         assert self.regions is not None
         return self.regions.actions_for(scope or None).engine
+
+    def _peer_tls(self) -> ssl.SSLContext | None:
+        return None if self.tls is None else self.tls.peer_context
 
     def _connect_peers(self, engine: Engine, scope: str) -> None:
         engine.peering.client = self.peers

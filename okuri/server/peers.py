@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -53,9 +54,17 @@ class Peers:
     """Both sides of forwarding for one node: the client its engines send with, and the
     handler that commits what other nodes send."""
 
-    def __init__(self, secret: str, engine_for: Callable[[str], Engine]) -> None:
+    def __init__(
+        self,
+        secret: str,
+        engine_for: Callable[[str], Engine],
+        tls: Callable[[], ssl.SSLContext | None] = lambda: None,
+    ) -> None:
+        """`tls`: the context a forward to an https:// leader uses now (okuri.server.tls's
+        peer context, swapped on reload), or None for the system's defaults."""
         self._key = hmac.new(secret.encode(), b"okuri peer commits", hashlib.sha256).digest()
         self._engine_for = engine_for
+        self._tls = tls
         self._session: aiohttp.ClientSession | None = None
 
     def _sign(self, stamp: str, scope: str, body: bytes) -> str:
@@ -77,8 +86,11 @@ class Peers:
             SCOPE: scope,
             "Content-Type": "application/octet-stream",
         }
+        context = self._tls() if url.startswith("https:") else None
         try:
-            async with self._session.post(url + PATH, data=body, headers=headers) as reply:
+            async with self._session.post(
+                url + PATH, data=body, headers=headers, ssl=True if context is None else context
+            ) as reply:
                 data = await reply.read()
                 if reply.status != 200:
                     text = data[:200].decode("utf-8", "replace")

@@ -104,6 +104,22 @@ class TlsFiles:
             context.verify_mode = ssl.CERT_REQUIRED
         return context
 
+    def peer_context(self) -> ssl.SSLContext:
+        """What this node's forwards to another node use: the system's authorities check the
+        leader's certificate (OpenSSL's defaults, so SSL_CERT_FILE can name a private CA), and
+        this node's own certificate answers a leader that asks for one (mutual TLS), so the
+        certificate needs the clientAuth usage too where its usages are restricted. Raises
+        TlsFilesInvalid."""
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        try:
+            context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as err:
+            raise TlsFilesInvalid(
+                f"cannot use OKURI_TLS_CERT={self.cert!r} with OKURI_TLS_KEY={self.key!r}: "
+                + _why(err)
+            ) from err
+        return context
+
 
 def _why(err: OSError | ssl.SSLError) -> str:
     if isinstance(err, ssl.SSLError):
@@ -112,17 +128,19 @@ def _why(err: OSError | ssl.SSLError) -> str:
 
 
 class ServerTls:
-    """The context new connections get; `reload` swaps it, or keeps it if the files are bad."""
+    """The context new connections get, and the one this node's forwards to its peers use;
+    `reload` swaps both, or keeps both if the files are bad."""
 
-    __slots__ = ("context", "files")
+    __slots__ = ("context", "files", "peer_context")
 
     def __init__(self, files: TlsFiles) -> None:
         self.files = files
         self.context = files.context()
+        self.peer_context = files.peer_context()
 
     def reload(self) -> None:
         try:
-            self.context = self.files.context()
+            self.context, self.peer_context = self.files.context(), self.files.peer_context()
         except TlsFilesInvalid as err:
             log.error("keeping the TLS certificate in use: %s", err)
             return

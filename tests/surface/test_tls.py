@@ -10,6 +10,7 @@ SIGHUP swaps the certificate for new connections, and bad settings refuse to sta
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import ssl
@@ -21,6 +22,7 @@ import boto3
 import botocore.exceptions
 import grpc
 import pytest
+from botocore.config import Config
 from cryptography import x509
 
 from okuri.client import NO_RETRIES, Client, GrpcTransport, StdlibHttpTransport, TransportError
@@ -76,7 +78,7 @@ def served_certificate(server: ServerProcess, ca: Authority) -> x509.Certificate
     return x509.load_der_x509_certificate(der)
 
 
-def boto3_sqs(server: ServerProcess, verify: str | bool) -> Any:
+def boto3_sqs(server: ServerProcess, verify: str | bool, config: Config | None = None) -> Any:
     return boto3.client(
         "sqs",
         endpoint_url=https_url(server),
@@ -84,6 +86,7 @@ def boto3_sqs(server: ServerProcess, verify: str | bool) -> Any:
         aws_access_key_id=DEV_ACCESS_KEY_ID,
         aws_secret_access_key=DEV_SECRET_ACCESS_KEY,
         verify=verify,
+        config=config,
     )
 
 
@@ -181,6 +184,53 @@ def test_mutual_tls_refuses_a_client_without_a_certificate_and_serves_one_with(
     https = StdlibHttpTransport(https_url(server), ADMIN_KEY, verify=context)
     with Client(transport=https) as client:
         assert client.list_queues().queues == ()
+
+
+def engine_event(server: ServerProcess, name: str) -> int:
+    found = re.search(
+        rf'^okuri_engine_events_total{{event="{name}"}} (\d+)$', server.get("/metrics").text, re.M
+    )
+    return int(found.group(1)) if found else 0
+
+
+def test_under_mutual_tls_a_node_forwards_to_the_leader_with_its_own_certificate(
+    launch_tls: Launch, ca: Authority, tmp_path: Path
+) -> None:
+    """Two nodes on one data directory, each demanding client certificates: the second's
+    commits reach the queue's leader because it presents its own certificate (one issued for
+    both usages), and it checks the leader's against SSL_CERT_FILE's authority."""
+    cert, key = tmp_path / "node.pem", tmp_path / "node-key.pem"
+    ca.issue(cert, key, "okuri-node", node=True)
+    env = {
+        "OKURI_TLS_CERT": str(cert),
+        "OKURI_TLS_KEY": str(key),
+        "OKURI_TLS_CLIENT_CA": str(ca.path),
+        "SSL_CERT_FILE": str(ca.path),
+    }
+    a, b = launch_tls(env), launch_tls(env)
+    client_cert, client_key = tmp_path / "client.pem", tmp_path / "client-key.pem"
+    ca.issue(client_cert, client_key, "okuri-client", client=True)
+    mutual = Config(client_cert=(str(client_cert), str(client_key)))
+    sqs_a, sqs_b = boto3_sqs(a, str(ca.path), mutual), boto3_sqs(b, str(ca.path), mutual)
+    url = sqs_a.create_queue(QueueName="mtls-peered")["QueueUrl"]
+    sqs_a.send_message(QueueUrl=url, MessageBody="first")
+    assert len(sqs_a.receive_message(QueueUrl=url).get("Messages", [])) == 1  # a leads
+    entries = [{"Id": str(j), "MessageBody": f"m-{j}"} for j in range(10)]
+    assert not sqs_b.send_message_batch(QueueUrl=url, Entries=entries).get("Failed")
+    got: set[str] = set()
+    for _ in range(20):  # receives and deletes through b commit through a, the leader
+        msgs = sqs_b.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=1
+        ).get("Messages", [])
+        got.update(m["Body"] for m in msgs)
+        for m in msgs:
+            sqs_b.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        if len(got) == len(entries):
+            break
+    assert got == {e["MessageBody"] for e in entries}
+    assert engine_event(b, "manifest_forwards") > 0
+    assert engine_event(b, "manifest_forward_failures") == 0
+    assert engine_event(a, "peer_commit_ops") > 0
 
 
 def test_sighup_serves_the_new_certificate_to_new_connections_and_keeps_it_on_a_bad_reload(
