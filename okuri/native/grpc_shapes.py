@@ -4,18 +4,14 @@ converter (okuri/api/grpc_codec.py) with its refusals as the HTTP surface's 400s
 Each request becomes exactly the document its HTTP/JSON twin would send after parsing (path
 fields apart), and each operation's answer is written back into the response message, so
 `Queues`, `Messages` and `Exchanges` stay the one implementation of every rule: a bad value is
-refused with the same words on both surfaces. The named readers and writers below are views of
-the same two functions, one per message, for the tests that pin each mapping.
+refused with the same words on both surfaces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from okuri.api import grpc_codec
 from okuri.api.grpc_codec import CodecError
@@ -43,37 +39,3 @@ def answer(shape_name: str, doc: dict[str, Any]) -> Message:
         return grpc_codec.write(shape_name, doc)
     except CodecError as err:  # an answer the server wrote: its own fault
         raise NativeError(500, "internal", err.message) from err
-
-
-def when(ts: Timestamp, name: str) -> str:
-    """A Timestamp as the RFC 3339 text the JSON documents carry (to the millisecond)."""
-    try:
-        return grpc_codec.rfc3339(ts, name)
-    except CodecError as err:
-        raise bad_request(err.message, err.code) from None
-
-
-timestamp = grpc_codec.timestamp
-payload = grpc_codec.payload
-payload_doc = grpc_codec.payload_doc
-
-
-def list_query(message: Message) -> codec.Obj:
-    """The query string HTTP would carry for a listing (its values as text)."""
-    return {k: str(v) for k, v in request_doc(message).items()}
-
-
-def _answer(shape_name: str) -> Callable[[dict[str, Any]], Message]:
-    return partial(answer, shape_name)
-
-
-attributes_doc = create_doc = update_doc = produce_doc = lease_doc = request_doc
-retry_doc = extend_doc = redrive_doc = publish_doc = request_doc
-exchange_list_query = list_query
-queue = _answer("Queue")
-queues = _answer("ListQueuesResponse")
-produced = _answer("ProduceResponse")
-leased = _answer("LeaseResponse")
-exchange = _answer("Exchange")
-exchanges = _answer("ListExchangesResponse")
-published = _answer("PublishResponse")

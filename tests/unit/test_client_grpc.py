@@ -123,22 +123,11 @@ REQUESTS: list[ops.Call[Any]] = [
 def read_by_server(operation: str, m: Any) -> tuple[str, Doc]:
     """The queue and the document the server's gRPC surface hands the operation for `m`
     (okuri/native/grpc_service.py)."""
-    readers: dict[str, Callable[[Any], Doc]] = {
-        "create_queue": served.create_doc,
-        "list_queues": served.list_query,
-        "get_queue": lambda m: {},
-        "delete_queue": lambda m: {},
-        "purge_queue": lambda m: {},
-        "update_queue": served.update_doc,
-        "produce": served.produce_doc,
-        "lease": served.lease_doc,
-        "complete": lambda m: {"handles": list(m.handles)},
-        "retry": served.retry_doc,
-        "extend": served.extend_doc,
-        "redrive": served.redrive_doc,
-    }
+    doc = served.request_doc(m)
+    if operation == "list_queues":  # a GET: HTTP carries it as a query string, values as text
+        doc = {k: str(v) for k, v in doc.items()}
     queue = "" if operation in ("create_queue", "list_queues") else m.queue
-    return queue, readers[operation](m)
+    return queue, doc
 
 
 def sent_over_http(request: Request) -> Doc:
@@ -219,6 +208,11 @@ def leased(**fields: Any) -> Doc:
     }
 
 
+def written(shape: str) -> Callable[[Doc], Message]:
+    """The server's writer of answer message `shape`."""
+    return lambda doc: served.answer(shape, doc)
+
+
 def results(cls: Callable[..., Message]) -> Callable[[Doc], Message]:
     return lambda doc: cls(results=doc["results"])
 
@@ -235,19 +229,19 @@ NO_LIMITS = {
 }
 EXPIRING = {**QUEUE_DOC, "attributes": {**QUEUE_DOC["attributes"], "expires_s": 3600}}
 ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
-    ("queue", QUEUE_DOC, served.queue),
-    ("queue that expires", EXPIRING, served.queue),
-    ("queue without limits", NO_LIMITS, served.queue),
-    ("fifo queue", FIFO_QUEUE_DOC, served.queue),
-    ("a page", {"queues": ["a", "b"], "next": "b"}, served.queues),
-    ("the last page", {"queues": [], "next": None}, served.queues),
+    ("queue", QUEUE_DOC, written("Queue")),
+    ("queue that expires", EXPIRING, written("Queue")),
+    ("queue without limits", NO_LIMITS, written("Queue")),
+    ("fifo queue", FIFO_QUEUE_DOC, written("Queue")),
+    ("a page", {"queues": ["a", "b"], "next": "b"}, written("ListQueuesResponse")),
+    ("the last page", {"queues": [], "next": None}, written("ListQueuesResponse")),
     ("deleted", {}, lambda doc: pb.DeleteQueueResponse()),
     ("purged", {}, lambda doc: pb.PurgeQueueResponse()),
-    ("produced", {"ids": ["id-0", "id-1"]}, served.produced),
+    ("produced", {"ids": ["id-0", "id-1"]}, written("ProduceResponse")),
     (
         "partly produced",
         {"ids": ["id-0", None], "errors": [{"index": 1, "code": "internal", "message": "no"}]},
-        served.produced,
+        written("ProduceResponse"),
     ),
     (
         "leased",
@@ -258,29 +252,32 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
                 leased(id="id-3", handle="h-3", body=""),
             ]
         },
-        served.leased,
+        written("LeaseResponse"),
     ),
     (
         "fifo produced",
         {
             "ids": ["id-0", "id-1", "id-0"],
-            "sequence_numbers": ["10000000000000065536", "10000000000000065537",
-                                 "10000000000000065536"],
+            "sequence_numbers": [
+                "10000000000000065536",
+                "10000000000000065537",
+                "10000000000000065536",
+            ],
             "duplicates": [2],
         },
-        served.produced,
+        written("ProduceResponse"),
     ),
     (
         "fifo produced without duplicates",
         {"ids": ["id-0"], "sequence_numbers": ["10000000000000065536"], "duplicates": []},
-        served.produced,
+        written("ProduceResponse"),
     ),
     (
         "fifo leased",
         {"items": [leased(body="paid", group="order-7", sequence_number="10000000000000065536")]},
-        served.leased,
+        written("LeaseResponse"),
     ),
-    ("leased none", {"items": []}, served.leased),
+    ("leased none", {"items": []}, written("LeaseResponse")),
     ("completed", {"results": ["completed", "stale"]}, results(pb.CompleteResponse)),
     ("retried", {"results": ["retried", "dead", "gone"]}, results(pb.RetryResponse)),
     ("extended", {"results": ["extended", "invalid"]}, results(pb.ExtendResponse)),
@@ -293,9 +290,9 @@ ANSWERS: list[tuple[str, Doc, Callable[[Doc], Message]]] = [
             "bindings": [{"queue": "emails", "routing_key": "email.#"}],
             "created_at": T0,
         },
-        served.exchange,
+        written("Exchange"),
     ),
-    ("exchange page", {"exchanges": ["events"], "next": None}, served.exchanges),
+    ("exchange page", {"exchanges": ["events"], "next": None}, written("ListExchangesResponse")),
 ]
 
 
@@ -444,13 +441,13 @@ def canned(path: str) -> Message:
     """A well-formed answer to whatever RPC `path` names."""
     name = path.rsplit("/", 1)[-1]
     if name in ("CreateQueue", "GetQueue", "UpdateQueue"):
-        return served.queue(QUEUE_DOC)
+        return served.answer("Queue", QUEUE_DOC)
     return {
         "ListQueues": pb.ListQueuesResponse(queues=["emails"]),
         "DeleteQueue": pb.DeleteQueueResponse(),
         "PurgeQueue": pb.PurgeQueueResponse(),
         "Produce": pb.ProduceResponse(ids=["id-1"]),
-        "Lease": served.leased({"items": [leased(body="hi")]}),
+        "Lease": served.answer("LeaseResponse", {"items": [leased(body="hi")]}),
         "Complete": pb.CompleteResponse(results=["completed"]),
         "Retry": pb.RetryResponse(results=["retried"]),
         "Extend": pb.ExtendResponse(results=["extended"]),
