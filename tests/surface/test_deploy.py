@@ -147,6 +147,16 @@ def test_the_alert_rules_pass_promtool_and_their_unit_tests() -> None:
     assert "SUCCESS" in run_promtool("test", "rules", RULE_TESTS.name, cwd=RULE_TESTS.parent)
 
 
+def test_every_alert_has_a_unit_test_that_sees_it_quiet_and_firing() -> None:
+    rules = yaml.safe_load(RULES.read_text())
+    alerts = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
+    seen: dict[str, set[bool]] = {alert: set() for alert in alerts}
+    for case in yaml.safe_load(RULE_TESTS.read_text())["tests"]:
+        for check in case.get("alert_rule_test", []):
+            seen.setdefault(check["alertname"], set()).add(bool(check["exp_alerts"]))
+    assert {alert: ways for alert, ways in seen.items() if ways != {False, True}} == {}
+
+
 def test_every_dashboard_query_parses_as_promql(tmp_path: Path) -> None:
     """Each query, its Grafana variables expanded, as a recording rule promtool parses."""
     rules = []
