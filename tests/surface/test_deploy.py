@@ -90,9 +90,13 @@ def test_metric_names_skip_functions_labels_keywords_and_numbers() -> None:
     }
 
 
-def rule_exprs() -> list[str]:
+def rules() -> list[dict[str, Any]]:
     doc = yaml.safe_load(RULES.read_text())
-    return [rule["expr"] for group in doc["groups"] for rule in group["rules"]]
+    return [rule for group in doc["groups"] for rule in group["rules"]]
+
+
+def rule_exprs() -> list[str]:
+    return [rule["expr"] for rule in rules()]
 
 
 def _panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -148,9 +152,7 @@ def test_the_alert_rules_pass_promtool_and_their_unit_tests() -> None:
 
 
 def test_every_alert_has_a_unit_test_that_sees_it_quiet_and_firing() -> None:
-    rules = yaml.safe_load(RULES.read_text())
-    alerts = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
-    seen: dict[str, set[bool]] = {alert: set() for alert in alerts}
+    seen: dict[str, set[bool]] = {rule["alert"]: set() for rule in rules()}
     for case in yaml.safe_load(RULE_TESTS.read_text())["tests"]:
         for check in case.get("alert_rule_test", []):
             seen.setdefault(check["alertname"], set()).add(bool(check["exp_alerts"]))
