@@ -112,3 +112,14 @@ class Overloaded(OkuriError):
         super().__init__(message)
         self.bound = bound
         self.retry_after_s = retry_after_s
+
+
+class BodyUnread(OkuriError):
+    """A request's body could not be read whole (okuri.engine.intake): `reason` is "too_large",
+    "timed_out" (it paused, or dragged on, past its deadline) or "incomplete" (the client went
+    away half-way). The client's doing, never a server fault; retrying may help a timed-out one."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retryable = reason == "timed_out"

@@ -76,6 +76,9 @@ peer_timeout_s = 5.0
 peer_retry_s = 5.0
 peer_clock_skew_s = 300  # a forwarded commit signed further from now is refused (replays)
 peer_body_bytes_max = 4 * 1024 * 1024
+# Nonces of forwards a leader remembers, each for peer_clock_skew_s past its date: a replay is
+# refused. Far above what one node forwards in that time (each forward carries a commit window).
+peer_nonces_max = 500_000
 put_attempts_max = 12
 backoff_ms_base = 10
 backoff_ms_max = 2_000
@@ -148,6 +151,13 @@ ready_cache_s = 1.0
 # A connection to the main listener that sends nothing is closed after this long (aiohttp's own
 # keep-alive timeout, which takes over once the first bytes say HTTP/1.1).
 first_bytes_s = 75.0
+# Reading a request (okuri/server/front.py, okuri/engine/intake.py): its headers must be whole
+# within read_timeout_s of their first byte, and its body may pause for at most that long; a
+# body must be whole within body_s_max (4 MiB at 14 KiB/s). Past either the connection closes.
+read_timeout_s_default = 30
+read_timeout_s_max = 3_600
+body_s_max = 300.0
+lingering_s_max = 10.0  # aiohttp's default: reading what is left of a body answered early
 # A TLS listener that cannot accept (out of descriptors) stops trying for this long.
 accept_pause_s = 1.0
 
@@ -161,6 +171,11 @@ accept_pause_s = 1.0
 inflight_requests_max_default = 2048
 inflight_bytes_max_default = 256 * 1024 * 1024
 long_polls_max_default = 1024
+# Bodies read before their request is authenticated (okuri/engine/intake.py): charged as they
+# arrive, at most this much in all and from one sender (an IPv4 address, an IPv6 /64). One
+# sender's share holds sixteen of the largest bodies at once.
+unverified_bytes_max_default = 256 * 1024 * 1024
+sender_bytes_max_default = 64 * 1024 * 1024
 # What the settings accept at most: a larger number is surely a typo.
 inflight_requests_max_ceiling = 1_000_000
 inflight_bytes_max_ceiling = 64 * 1024 * 1024 * 1024

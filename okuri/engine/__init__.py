@@ -48,10 +48,11 @@ from okuri.core.names import QUEUE_NAME, is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs
 from okuri.core.transitions import AckResult, DeadLetterResult, VisibilityResult
 from okuri.core.views import Counts, QueueView
-from okuri.engine.admission import Admission, Bounds, Gate, Refused, Ticket
+from okuri.engine.admission import Admission, Bounds, Gate, Holding, Refused, Ticket
 from okuri.engine.batching import caller
 from okuri.engine.engine import Engine
 from okuri.engine.exchanges import Routed
+from okuri.engine.intake import read_body, sender_of
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
@@ -79,6 +80,7 @@ __all__ = [
     "ExchangeState",
     "ExchangeType",
     "Gate",
+    "Holding",
     "MessageState",
     "MessageView",
     "MoveTask",
@@ -103,6 +105,8 @@ __all__ = [
     "fifo_setting",
     "is_fifo_id",
     "is_fifo_name",
+    "read_body",
+    "sender_of",
     "validate_exchange_name",
     "validate_queue_name",
     "validate_routing_key",

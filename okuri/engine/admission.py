@@ -9,6 +9,12 @@ API's 429, gRPC's RESOURCE_EXHAUSTED). A refusal costs nothing and comes at once
 request has any effect, so a node at its bounds sheds the excess instead of slowing every
 caller down, and a client may always retry it.
 
+Bytes are held twice over, by who holds them. A request's body is read before its request is
+authenticated where the signature covers the body (SigV4); until then its bytes are charged as
+they arrive to its sender, bounded per sender and in all (`Holding`, okuri.engine.intake), so
+no one without a key can hold what authenticated requests need. An authenticated request then
+takes a `Ticket` like any other: the request bound, and the bytes bound for its body.
+
 A long poll is a request too: it holds its request slot while it waits, so the long-poll bound
 must stay below the request bound (`Bounds` insists), which leaves room for sends and deletes
 however many consumers wait. A body counts at most the largest size a request may have, so a
@@ -29,12 +35,14 @@ from okuri import limits
 from okuri.errors import Overloaded
 
 Kind = Literal["request", "long_poll"]
-Bound = Literal["requests", "bytes", "long_polls"]
-BOUNDS: tuple[Bound, ...] = ("requests", "bytes", "long_polls")
+Bound = Literal["requests", "bytes", "long_polls", "unverified_bytes", "sender_bytes"]
+BOUNDS: tuple[Bound, ...] = ("requests", "bytes", "long_polls", "unverified_bytes", "sender_bytes")
 _WORDS: dict[Bound, str] = {
     "requests": "requests in flight",
     "bytes": "request bytes in flight",
     "long_polls": "long polls",
+    "unverified_bytes": "bytes of requests not yet authenticated",
+    "sender_bytes": "bytes of unauthenticated requests from one address",
 }
 
 
@@ -46,6 +54,10 @@ class Bounds:
     bytes_max: int = limits.inflight_bytes_max_default
     long_polls_max: int = limits.long_polls_max_default
     body_bytes_max: int = limits.request_bytes_max  # the most one request's body counts
+    # Bodies being read before their request is authenticated (okuri.engine.intake): all of
+    # them, and those from one sender.
+    unverified_bytes_max: int = limits.unverified_bytes_max_default
+    sender_bytes_max: int = limits.sender_bytes_max_default
 
     def __post_init__(self) -> None:
         if self.requests_max < 2:
@@ -57,6 +69,11 @@ class Bounds:
             )
         if self.bytes_max < self.body_bytes_max:
             raise ValueError(f"bytes in flight must be at least one body, {self.body_bytes_max}")
+        if not self.body_bytes_max <= self.sender_bytes_max <= self.unverified_bytes_max:
+            raise ValueError(
+                f"unauthenticated bytes must be at least one body ({self.body_bytes_max}) from "
+                "one sender, and no more from one sender than from all"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +132,45 @@ class Ticket:
         self.release()
 
 
+class Holding:
+    """The bytes one unverified request's body holds so far, charged to its sender as they
+    arrive (okuri.engine.intake); `release` gives them all back, once."""
+
+    __slots__ = ("_admission", "_held", "_nbytes", "_sender", "_surface")
+
+    def __init__(self, admission: Admission, surface: str, sender: str) -> None:
+        self._admission = admission
+        self._surface = surface
+        self._sender = sender
+        self._nbytes = 0
+        self._held = True
+
+    def charge(self, nbytes: int) -> None:
+        """Hold `nbytes` more; raises Overloaded (nothing more held) past either bound."""
+        if not self._held:
+            return
+        full = self._admission._charge(self._sender, nbytes)
+        if full is not None:
+            raise self._admission._refuse(self._surface, "request", full).error()
+        self._nbytes += nbytes
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._admission._uncharge(self._sender, self._nbytes)
+
+    def __enter__(self) -> Holding:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
 class Gate:
     """One surface's way in; what it sheds is counted under its name."""
 
@@ -126,6 +182,11 @@ class Gate:
         """Take on a request (`nbytes`: its declared body size, None when it declares none)
         or a long poll (no bytes: its request holds them), or say why not."""
         return self._admission._try_enter(self.surface, kind, nbytes)
+
+    def hold_unverified(self, sender: str) -> Holding:
+        """What a request from `sender` (okuri.engine.intake.sender_of) holds while its body is
+        read and before it is authenticated: nothing yet."""
+        return Holding(self._admission, self.surface, sender)
 
     def enter(self, kind: Kind, nbytes: int | None = 0) -> Ticket:
         """`try_enter`, raising Overloaded when refused."""
@@ -145,6 +206,7 @@ class Admission:
         self.retry_after_s = retry_after_s
         self._held: dict[Bound, int] = dict.fromkeys(BOUNDS, 0)
         self._shed: dict[tuple[str, Bound], int] = {}
+        self._senders: dict[str, int] = {}  # unverified bytes by sender, only those holding any
 
     def gate(self, surface: str) -> Gate:
         for bound in BOUNDS:  # a surface's counters read 0 before its first refusal
@@ -153,9 +215,17 @@ class Admission:
 
     def snapshot(self) -> Snapshot:
         b = self.bounds
+        held: dict[Bound, int] = {b: n for b, n in self._held.items() if b != "sender_bytes"}
+        held["sender_bytes"] = max(self._senders.values(), default=0)  # the largest share
         return Snapshot(
-            dict(self._held),
-            {"requests": b.requests_max, "bytes": b.bytes_max, "long_polls": b.long_polls_max},
+            held,
+            {
+                "requests": b.requests_max,
+                "bytes": b.bytes_max,
+                "long_polls": b.long_polls_max,
+                "unverified_bytes": b.unverified_bytes_max,
+                "sender_bytes": b.sender_bytes_max,
+            },
             dict(self._shed),
         )
 
@@ -177,15 +247,36 @@ class Admission:
             counted = max(0, min(counted, self.bounds.body_bytes_max))
         full = self._full(kind, counted)
         if full is not None:
-            key = (surface, full)
-            self._shed[key] = self._shed.get(key, 0) + 1
-            return Refused(surface, kind, full, self.retry_after_s)
+            return self._refuse(surface, kind, full)
         if kind == "long_poll":
             self._held["long_polls"] += 1
         else:
             self._held["requests"] += 1
             self._held["bytes"] += counted
         return Ticket(self, kind, counted)
+
+    def _refuse(self, surface: str, kind: Kind, full: Bound) -> Refused:
+        key = (surface, full)
+        self._shed[key] = self._shed.get(key, 0) + 1
+        return Refused(surface, kind, full, self.retry_after_s)
+
+    def _charge(self, sender: str, nbytes: int) -> Bound | None:
+        b, held = self.bounds, self._senders.get(sender, 0)
+        if held + nbytes > b.sender_bytes_max:
+            return "sender_bytes"
+        if self._held["unverified_bytes"] + nbytes > b.unverified_bytes_max:
+            return "unverified_bytes"
+        self._senders[sender] = held + nbytes
+        self._held["unverified_bytes"] += nbytes
+        return None
+
+    def _uncharge(self, sender: str, nbytes: int) -> None:
+        if not nbytes:
+            return
+        left = self._senders.pop(sender, 0) - nbytes
+        if left > 0:
+            self._senders[sender] = left
+        self._held["unverified_bytes"] -= nbytes
 
     def _give_back(self, kind: Kind, nbytes: int) -> None:
         if kind == "long_poll":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from okuri.errors import (
+    BodyUnread,
     ExchangeAlreadyExists,
     ExchangeDoesNotExist,
     InvalidArgument,
@@ -61,6 +62,11 @@ def from_okuri(err: OkuriError) -> NativeError:
         return NativeError(413, "too_large", str(err))
     if isinstance(err, InvalidArgument | ReceiptHandleInvalid):
         return bad_request(str(err), "invalid_argument")
+    if isinstance(err, BodyUnread):  # the client's body: too large, too slow, or cut short
+        status, code = {"too_large": (413, "too_large"), "timed_out": (408, "request_timeout")}.get(
+            err.reason, (400, "incomplete_body")
+        )
+        return NativeError(status, code, str(err))
     if isinstance(err, Overloaded):  # the server is at one of its bounds (okuri.engine.Admission)
         return NativeError(429, "overloaded", str(err), err.retry_after_s)
     if err.retryable:

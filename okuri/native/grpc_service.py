@@ -165,9 +165,10 @@ class QueueService:
             entry = access_log.Entry(spec.rpc)
             nbytes = 0 if isinstance(request, Garbled) else request.ByteSize()
             try:
+                # Authenticated before it holds anything of the node's bounds.
+                access = Access(bearer.principal(self.keys, _authorization(context)))
+                entry.key_id = access.principal.key_id
                 with self.gate.enter("request", nbytes) if self.gate else contextlib.nullcontext():
-                    access = Access(bearer.principal(self.keys, _authorization(context)))
-                    entry.key_id = access.principal.key_id
                     if isinstance(request, Garbled):
                         raise bad_request(request.message, "bad_protobuf")
                     if queue_field:

@@ -1,11 +1,12 @@
 """The native HTTP/JSON listener under /v1/: routes, bearer authentication, error answers.
 
 One request: find the route in okuri/native/routes.py's table (404, or 405 naming the allowed
-methods), admit it within the node's bounds (429), answer GET /v1/openapi.json (the API's
-description; no key needed), authenticate the bearer key (401), read the JSON body (bounded;
-413 past the server's request bound), run the operation, which checks the key's role and
-namespace (403). Every failure is `{"error": {"code", "message"}}`; nothing a client sends can
-produce a traceback. Each request is counted by operation and outcome for /metrics
+methods), answer GET /v1/openapi.json (the API's description; no key needed), authenticate
+the bearer key (401) before anything is read or held, admit the request within the node's
+bounds (429), read the JSON body (bounded; 413 past the server's request bound, 408 when it
+pauses for the read timeout: okuri.engine.intake), run the operation, which checks the key's
+role and namespace (403). Every failure is `{"error": {"code", "message"}}`; nothing a client
+sends can produce a traceback. Each request is counted by operation and outcome for /metrics
 (okuri/native/stats.py).
 """
 
@@ -20,8 +21,8 @@ from aiohttp import web
 from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
-from okuri.engine import Engine, Gate, Ticket
-from okuri.errors import OkuriError
+from okuri.engine import Engine, Gate, Ticket, read_body
+from okuri.errors import BodyUnread, OkuriError
 from okuri.native import bearer, codec, openapi, routes
 from okuri.native.access import Access
 from okuri.native.errors import NativeError, from_okuri
@@ -43,6 +44,7 @@ class NativeHttp:
         keys: bearer.Keys,
         gate: Gate | None = None,
         stats: RequestStats | None = None,
+        read_timeout_s: float = limits.read_timeout_s_default,
     ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP); None: no authentication
         (OKURI_AUTH=off), every request acting as an admin of every queue. `gate` admits each
@@ -53,6 +55,7 @@ class NativeHttp:
         self.clock = clock
         self.keys = keys
         self.gate = gate
+        self.read_timeout_s = read_timeout_s
         self.stats = stats or RequestStats()
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -82,9 +85,14 @@ class NativeHttp:
             operation = entry.action = route
             if _NAMES_QUEUE.get(route, False):
                 entry.queue = queue
-            if self.gate is not None:
-                ticket = self.gate.enter("request", request.content_length)
-            body = await self._run(route, queue, request, entry)
+            if route == "openapi":  # no key needed: it describes the API and holds no secret
+                body = openapi.DOCUMENT
+            else:
+                access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
+                entry.key_id = access.principal.key_id
+                if self.gate is not None:  # authenticated: only now may it hold anything
+                    ticket = self.gate.enter("request", request.content_length)
+                body = await self._run(route, queue, access, request, entry)
             self.stats.count(operation, "ok")
             return web.Response(
                 status=200, body=codec.dumps(body), content_type=JSON, headers=ids
@@ -100,28 +108,40 @@ class NativeHttp:
                 )
                 err = NativeError(500, "internal", "The request could not be processed.")
             self.stats.count(operation, err.code)
-            return web.Response(
+            response = web.Response(
                 status=err.status,
                 body=codec.dumps(err.body()),
                 content_type=JSON,
                 headers={**err.headers(), **ids},
             )
+            if isinstance(exc, BodyUnread) and exc.reason != "too_large":
+                response.force_close()  # the rest of its body is not worth waiting for
+            return response
         finally:
             if ticket is not None:
                 ticket.release()
 
     async def _run(
-        self, route: Route, name: str, request: web.Request, entry: access_log.Entry
+        self,
+        route: Operation,
+        name: str,
+        access: Access,
+        request: web.Request,
+        entry: access_log.Entry,
     ) -> dict[str, Any]:
-        if route == "openapi":  # no key needed: it describes the API and holds no secret
-            return openapi.DOCUMENT
-        access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
-        entry.key_id = access.principal.key_id
         target = self.operations.target(route, name)
         if _QUERIES[route]:
             doc = _query(_QUERIES[route], request.query)
         else:
-            doc = await _body(request)
+            raw = await read_body(
+                request.content.readany,
+                request.content_length,
+                limits.request_bytes_max,
+                self.clock,
+                self.read_timeout_s,
+                limits.body_s_max,
+            )
+            doc = codec.parse_body(raw)
             if route == "create_queue" and isinstance(doc.get("name"), str):
                 entry.queue = doc["name"]  # named in the body, not the path
         return await self.operations.run(route, access, target, doc)
@@ -164,12 +184,3 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
             doc[name] = int(value)
     return doc
 
-
-async def _body(request: web.Request) -> codec.Obj:
-    try:
-        raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise NativeError(
-            413, "too_large", f"The request body is larger than {limits.request_bytes_max} bytes."
-        ) from None
-    return codec.parse_body(raw)

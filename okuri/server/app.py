@@ -83,11 +83,19 @@ class Server:
                 requests_max=settings.inflight_requests_max,
                 bytes_max=settings.inflight_bytes_max,
                 long_polls_max=settings.long_polls_max,
+                unverified_bytes_max=settings.unverified_bytes_max,
+                sender_bytes_max=settings.sender_bytes_max,
             )
         )
         self._peer_url = ""
         self.regions: Regions | None = None
-        self.peers = Peers(settings.secret_access_key, self._engine_for_scope, self._peer_tls)
+        self.peers = Peers(
+            settings.secret_access_key,
+            self._engine_for_scope,
+            self._peer_tls,
+            self.clock,
+            settings.read_timeout_s,
+        )
         main = web.Application(client_max_size=limits.request_bytes_max)
         main.router.add_route("POST", PEER_PATH, self._serve_peer)
         self.native: NativeHttp | None = None
@@ -102,8 +110,14 @@ class Server:
             keys = (lambda: self.key_table) if settings.auth else None
             Console(keys, self.history, self.clock).add_routes(main)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
+        # After an answer given before its body was read (a refusal, a body that stopped
+        # arriving), aiohttp reads and drops the rest before it closes, for this long at most:
+        # a read like any other, so it has the read timeout too.
         self._main_runner = web.AppRunner(
-            main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
+            main,
+            access_log=access_log,
+            shutdown_timeout=limits.shutdown_grace_s,
+            lingering_time=min(limits.lingering_s_max, float(settings.read_timeout_s)),
         )
         self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
         self.tls: ServerTls | None = None
@@ -222,6 +236,7 @@ class Server:
             (lambda: self.key_table) if settings.auth else None,
             self.regions.actions_for,
             sqs_gate,
+            settings.read_timeout_s,
         )
         try:
             self.key_table = await asyncio.to_thread(self._load_keys)
@@ -229,7 +244,11 @@ class Server:
             raise StartupError(str(err)) from err
         native_keys = (lambda: self.key_table) if settings.auth else None
         self.native = NativeHttp(
-            self.engine, self.clock, native_keys, self.admission.gate("native")
+            self.engine,
+            self.clock,
+            native_keys,
+            self.admission.gate("native"),
+            read_timeout_s=settings.read_timeout_s,
         )
         service = QueueService(
             self.engine,
@@ -242,7 +261,14 @@ class Server:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
         except (OSError, RuntimeError) as err:
             raise StartupError(f"cannot start the gRPC server: {one_line(err)}") from err
-        await listen(self._main_runner, settings.listen, "SQS", self.grpc, self.tls)
+        await listen(
+            self._main_runner,
+            settings.listen,
+            "SQS",
+            self.grpc,
+            self.tls,
+            settings.read_timeout_s,
+        )
         self._peer_url = advertised_url(settings.peer_url, settings.listen, self.urls)
         self._connect_peers(self.engine, "")
         self.engine.start_expiry_sweeper(settings.expiry_sweep_s)

@@ -121,6 +121,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("long_polls_max", str(limits.long_polls_max_default),
            "receives and leases waiting for messages at once, below --inflight-requests-max; "
            "past it a long poll is refused", "N"),
+    Option("unverified_bytes_max", str(limits.unverified_bytes_max_default),
+           "body bytes this node holds, as they arrive, for requests not yet authenticated "
+           "(SigV4 signs the body, so it is read first); past it they are refused", "BYTES"),
+    Option("sender_bytes_max", str(limits.sender_bytes_max_default),
+           "of those, what one sending address (an IPv6 /64) may hold; behind a load balancer "
+           "that hides clients' addresses, set it equal to --unverified-bytes-max", "BYTES"),
+    Option("read_timeout_s", str(limits.read_timeout_s_default),
+           "a request's headers must be whole within this long of their first byte, and its "
+           f"body may pause this long at most (and must be whole within {limits.body_s_max:g} "
+           "s); past either the connection is closed", "SECONDS"),
     Option("tls_cert", None,
            "PEM certificate chain: the main listener speaks TLS on every surface (with "
            "--tls-key; reloaded on SIGHUP)", "FILE"),
@@ -205,6 +215,9 @@ class Settings:
     inflight_requests_max: int = limits.inflight_requests_max_default
     inflight_bytes_max: int = limits.inflight_bytes_max_default
     long_polls_max: int = limits.long_polls_max_default
+    unverified_bytes_max: int = limits.unverified_bytes_max_default
+    sender_bytes_max: int = limits.sender_bytes_max_default
+    read_timeout_s: int = limits.read_timeout_s_default
     expiry_sweep_s: int = limits.expiry_sweep_s_default
     ack_logs: bool = False
     tls_cert: str | None = None
@@ -278,6 +291,18 @@ class Settings:
             f"long polls: below {raw.named('inflight_requests_max')}={requests_max}, so that "
             "waiting consumers leave room for other requests",
         )
+        unverified_max = raw.integer(
+            "unverified_bytes_max",
+            limits.request_bytes_max,
+            limits.inflight_bytes_max_ceiling,
+            "bytes (one largest request at least)",
+        )
+        sender_max = raw.integer(
+            "sender_bytes_max",
+            limits.request_bytes_max,
+            unverified_max,
+            f"bytes: one largest request at least, {raw.named('unverified_bytes_max')} at most",
+        )
         return cls(
             listen=listen,
             health_listen=health,
@@ -311,6 +336,11 @@ class Settings:
             inflight_requests_max=requests_max,
             inflight_bytes_max=bytes_max,
             long_polls_max=long_polls_max,
+            unverified_bytes_max=unverified_max,
+            sender_bytes_max=sender_max,
+            read_timeout_s=raw.integer(
+                "read_timeout_s", 1, limits.read_timeout_s_max, "seconds"
+            ),
             expiry_sweep_s=raw.integer("expiry_sweep_s", 1, limits.expiry_sweep_s_max, "seconds"),
             ack_logs={"on": True, "off": False, "auto": bucket is None}[
                 raw.choice("ack_logs", ("auto", "on", "off"))

@@ -110,6 +110,7 @@ async def listen(
     what: str,
     grpc: GrpcBackend | None = None,
     tls: ServerTls | None = None,
+    read_timeout_s: float = limits.read_timeout_s_default,
 ) -> None:
     """Listen on `address`; with `grpc`, gRPC connections go there (okuri.server.front), and
     with `tls` every connection speaks TLS (okuri.server.tls)."""
@@ -118,9 +119,11 @@ async def listen(
     if grpc is None:
         site = web.TCPSite(runner, address.host, address.port)
     elif tls is None:
-        site = FrontSite(runner, address.host, address.port, grpc.splice)
+        site = FrontSite(runner, address.host, address.port, grpc.splice, read_timeout_s)
     else:
-        site = TlsFrontSite(runner, address.host, address.port, grpc.splice, tls)
+        site = TlsFrontSite(
+            runner, address.host, address.port, grpc.splice, tls, read_timeout_s
+        )
     try:
         await site.start()
     except OSError as err:

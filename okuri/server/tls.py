@@ -23,9 +23,12 @@ with UNAVAILABLE ("Expected SETTINGS frame"), without showing the debug data; th
 SETTINGS then GOAWAY, gets the text into grpcio's log but has it reconnect in a tight loop until
 the call's deadline.
 
-ALPN offers "h2" and "http/1.1": gRPC clients insist on h2, HTTP/1.1 clients take http/1.1 or
-ask for nothing. The sniffing after the handshake decides, not ALPN, so a client that
-negotiated nothing still works. With OKURI_TLS_CLIENT_CA every client must present a
+ALPN offers "http/1.1" first, then "h2", and the server's order decides: a client that offers
+http/1.1 gets it, and only a client that offers h2 alone gets h2. gRPC clients offer h2 (and
+"grpc-exp") but never http/1.1, so they get h2 and go to grpcio; curl, browsers and every other
+HTTP client offer both, and so speak HTTP/1.1 to aiohttp, since the only HTTP/2 server here is
+grpcio's, which answers nothing but gRPC. The sniffing after the handshake decides, not ALPN, so
+a client that negotiated nothing still works. With OKURI_TLS_CLIENT_CA every client must present a
 certificate that authority signed (mutual TLS); one without is refused in the handshake.
 
 Reload: SIGHUP builds a new context from the files; new connections use it, open ones keep
@@ -49,7 +52,7 @@ from okuri.server.front import PREFACE, FrontSite, Splice, _Sniffer
 
 log = logging.getLogger("okuri.server")
 
-ALPN = ("h2", "http/1.1")
+ALPN = ("http/1.1", "h2")  # the server's preference: see the module's docstring
 TLS_HANDSHAKE = 0x16  # the content type of a TLS record that opens a handshake
 
 _PLAIN_BODY = (
@@ -188,9 +191,15 @@ class TlsFrontSite(FrontSite):
     __slots__ = ("_greeting", "_tls")
 
     def __init__(
-        self, runner: web.BaseRunner, host: str | None, port: int, splice: Splice, tls: ServerTls
+        self,
+        runner: web.BaseRunner,
+        host: str | None,
+        port: int,
+        splice: Splice,
+        tls: ServerTls,
+        read_timeout_s: float = limits.read_timeout_s_default,
     ):
-        super().__init__(runner, host, port, splice)
+        super().__init__(runner, host, port, splice, read_timeout_s)
         self._tls = tls
         self._greeting: set[asyncio.Task[None]] = set()
 

@@ -104,6 +104,16 @@ def throttled(err: errors.Overloaded) -> SqsError:
     return SqsError("RequestThrottled", str(err), 429)
 
 
+def body_unread(err: errors.BodyUnread) -> SqsError:
+    """A body not read whole: too large (413, as before), too slow (408, as S3's
+    RequestTimeout), or cut short by the client (400, as S3's IncompleteBody)."""
+    if err.reason == "too_large":
+        return SqsError("RequestEntityTooLarge", "The request body is too large.", 413)
+    if err.reason == "timed_out":
+        return SqsError("RequestTimeout", str(err), 408)
+    return SqsError("IncompleteBody", str(err), 400)
+
+
 def from_okuri(err: errors.OkuriError) -> SqsError:
     """Translate an engine error; anything unexpected is the server's fault, never a traceback."""
     match err:
@@ -134,6 +144,8 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
             return resource_not_found(str(err))
         case errors.Overloaded():
             return throttled(err)
+        case errors.BodyUnread():
+            return body_unread(err)
         case errors.Unavailable() | errors.StoreError():
             return SqsError(
                 "ServiceUnavailable",

@@ -18,10 +18,10 @@ from urllib.parse import parse_qsl
 import orjson
 from aiohttp import web
 
-from okuri import __version__, access_log
+from okuri import __version__, access_log, limits
 from okuri.clock import Clock
-from okuri.engine import Gate, Refused, Ticket
-from okuri.errors import OkuriError
+from okuri.engine import Gate, Holding, Refused, Ticket, read_body, sender_of
+from okuri.errors import BodyUnread, OkuriError
 from okuri.principals.keys import KeyTable
 from okuri.principals.roles import Principal
 from okuri.sqs import access, query
@@ -75,17 +75,21 @@ class SqsHttp:
         keys: Callable[[], KeyTable] | None,
         regional: Callable[[str | None], SqsActions] | None = None,
         gate: Gate | None = None,
+        read_timeout_s: float = limits.read_timeout_s_default,
     ) -> None:
         """`keys` gives the current key table (it changes on SIGHUP): each access key's secret
         and principal; None turns authentication off, every request acting as an admin of
         every queue. `regional` gives the actions of the region a request is signed for (the
-        home region's `actions` when absent). `gate` admits each request before its body is read
-        (None: no bounds); past the node's bounds the request is answered RequestThrottled."""
+        home region's `actions` when absent). `gate` holds each body's bytes against its sender
+        while it is read and admits the request once its signature is verified (None: no
+        bounds); past the node's bounds the request is answered RequestThrottled. A body that
+        pauses for `read_timeout_s` is answered RequestTimeout (okuri.engine.intake)."""
         self.actions = actions
         self.gate = gate
         self.regional = regional
         self.clock = clock
         self.keys = keys
+        self.read_timeout_s = read_timeout_s
         self.stats: dict[tuple[str, str], int] = {}
 
     def _count(self, action: str, outcome: str) -> None:
@@ -122,6 +126,7 @@ class SqsHttp:
         action = "Unknown"
         is_query = False
         ticket: Ticket | None = None
+        holding: Holding | None = None
         try:
             if (
                 request.method in ("GET", "HEAD")
@@ -150,20 +155,27 @@ class SqsHttp:
                 "X-Amz-Target" in request.headers,
             )
             if self.gate is not None:
-                admitted = self.gate.try_enter("request", request.content_length)
+                holding = self.gate.hold_unverified(sender_of(request.remote))
+            body = await read_body(
+                request.content.readany,
+                request.content_length,
+                limits.request_bytes_max,
+                self.clock,
+                self.read_timeout_s,
+                limits.body_s_max,
+                holding,
+            )
+            table = self.keys() if self.keys is not None else None
+            principal = self._authenticate(request, body, table)
+            caller = entry.key_id = principal.key_id
+            if self.gate is not None:  # verified: its body now counts as every request's does
+                admitted = self.gate.try_enter("request", len(body))
                 if isinstance(admitted, Refused):
                     action = _named_action(request)
                     raise admitted.error()
                 ticket = admitted
-            try:
-                body = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                raise SqsError(
-                    "RequestEntityTooLarge", "The request body is too large.", 413
-                ) from None
-            table = self.keys() if self.keys is not None else None
-            principal = self._authenticate(request, body, table)
-            caller = entry.key_id = principal.key_id
+            if holding is not None:
+                holding.release()
             if is_query:
                 action, params = self._query_request(request, body)
             else:
@@ -202,10 +214,15 @@ class SqsHttp:
             entry.action = action if action != "Unknown" else _named_action(request)
             if not entry.key_id:  # refused before it was verified: the id it claims
                 entry.key_id = _claimed_key_id(request)
-            return error_response(err, request_id, is_query)
+            response = error_response(err, request_id, is_query)
+            if isinstance(exc, BodyUnread) and exc.reason != "too_large":
+                response.force_close()  # the rest of its body is not worth waiting for
+            return response
         finally:
             if ticket is not None:
                 ticket.release()
+            if holding is not None:
+                holding.release()
 
     @staticmethod
     def _json_members(body: bytes) -> Any:

@@ -1,9 +1,11 @@
 """Overload shedding against a real `okuri serve` with small bounds (4 requests in flight, 2 long
 polls, 4 MiB of bodies), set by environment variables as an operator would set them.
 
-The bounds are filled deterministically: long polls on an empty queue, and requests whose
-headers are sent but whose bodies are held back (the server has admitted them and waits in its
-body read), each confirmed on /metrics before anything is asserted. Past a bound, SQS clients
+The bounds are filled deterministically: long polls on an empty queue, and authenticated native
+requests whose headers are sent but whose bodies are held back (the server has authenticated
+and admitted them and waits in its body read, under a read timeout set long for this module),
+each confirmed on /metrics before anything is asserted. Only authenticated requests count
+against these bounds: what unauthenticated ones can hold is tests/surface/test_hardening.py's. Past a bound, SQS clients
 get RequestThrottled (429, which botocore with retries off reports and with retries on, legacy
 or standard, retries until it succeeds), the native API gets 429 `overloaded` with Retry-After
 (gRPC: RESOURCE_EXHAUSTED with the pushback trailer), which okuri.client waits out on either
@@ -56,6 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             "OKURI_INFLIGHT_REQUESTS_MAX": str(REQUESTS_MAX),
             "OKURI_LONG_POLLS_MAX": str(LONG_POLLS_MAX),
             "OKURI_INFLIGHT_BYTES_MAX": str(BYTES_MAX),
+            "OKURI_READ_TIMEOUT_S": "600",  # held bodies stay held for as long as a test runs
         },
     )
     yield proc
@@ -149,8 +152,9 @@ def query(server: ServerProcess, params: dict[str, str]) -> Response:
 
 
 class HeldBody:
-    """An SQS request whose headers are sent and whose body is held back: the server admits it
-    and waits in its body read, holding a request slot and `size` bytes, until `finish`."""
+    """A native request, with its key, whose headers are sent and whose body is held back: the
+    server authenticates and admits it from its headers and waits in its body read, holding a
+    request slot and `size` bytes, until `finish`."""
 
     def __init__(self, server: ServerProcess, size: int) -> None:
         where = urllib.parse.urlsplit(server.url)
@@ -158,14 +162,15 @@ class HeldBody:
         self.sock = socket.create_connection((where.hostname, where.port), timeout=WAIT_S)
         self.body = b"{}" + b" " * (size - 2)
         head = (
-            f"POST / HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Length: {size}\r\n"
-            "Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ListQueues\r\n"
+            f"POST /v1/queues HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Length: {size}\r\n"
+            f"Content-Type: application/json\r\nAuthorization: Bearer {ADMIN}\r\n"
             "Connection: close\r\n\r\n"
         )
         self.sock.sendall(head.encode())
 
     def finish(self) -> int:
-        """Send the body; the status of the answer (unsigned, so refused: it has no effect)."""
+        """Send the body; the status of the answer (a queue without a name: refused, so it has
+        no effect)."""
         with self.sock:
             self.sock.sendall(self.body)
             answer = b""
@@ -190,7 +195,7 @@ def hold_requests(server: ServerProcess, count: int, size: int = 2) -> list[Held
 
 def finish(held: list[HeldBody]) -> None:
     for h in held:
-        assert h.finish() == 403  # unsigned: refused after admission, so nothing was done
+        assert h.finish() == 400  # no queue name: refused after admission, nothing was done
 
 
 def hold_long_polls(

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,6 +120,44 @@ def test_native_client_over_https_and_grpcs(
         client.produce("tls-native", [b"by grpcs"])
         leased = client.lease("tls-native", 10, request_timeout_s=1)
         assert sorted(m.body for m in leased) == [b"by grpcs", b"by https"]
+
+
+def negotiated(server: ServerProcess, ca: Authority, offered: list[str]) -> str | None:
+    """The protocol ALPN settles on when a client offers `offered`, in its order."""
+    context = ssl.create_default_context(cafile=str(ca.path))
+    context.set_alpn_protocols(offered)
+    with (
+        socket.create_connection(("127.0.0.1", port_of(server)), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        return tls.selected_alpn_protocol()
+
+
+def test_http_clients_that_offer_h2_get_http_1_1_and_grpc_clients_get_h2(
+    launch_tls: Launch, server_files: dict[str, str], ca: Authority
+) -> None:
+    """curl, browsers and the console offer h2 before http/1.1; the only HTTP/2 server behind
+    the port is grpcio's, so such a client must be given HTTP/1.1 (it used to get h2 and fail
+    with INTERNAL_ERROR). gRPC clients offer h2 without http/1.1, and still get h2."""
+    server = launch_tls({**server_files, "OKURI_ADMIN_KEY": ADMIN_KEY})
+    assert negotiated(server, ca, ["h2", "http/1.1"]) == "http/1.1"
+    assert negotiated(server, ca, ["grpc-exp", "h2"]) == "h2"
+    assert negotiated(server, ca, ["h2"]) == "h2"
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed: the ALPN checks above ran, curl's own did not")
+    for path, headers in (("/", []), ("/v1/queues", ["-H", f"Authorization: Bearer {ADMIN_KEY}"])):
+        done = subprocess.run(
+            ["curl", "-sS", "--max-time", "10", "--cacert", str(ca.path), *headers,
+             "-w", "\n%{http_version} %{http_code}", https_url(server) + path],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.rsplit("\n", 1)[1] == "1.1 200", done.stdout
+    # gRPC over TLS still works on the same port (h2 chosen by ALPN).
+    roots = grpc.ssl_channel_credentials(root_certificates=ca.path.read_bytes())
+    grpcs = GrpcTransport(f"grpcs://127.0.0.1:{port_of(server)}", ADMIN_KEY, credentials=roots)
+    with Client(transport=grpcs) as client:
+        client.create_queue("alpn")
 
 
 def test_plaintext_http_to_the_tls_port_gets_a_clear_400(
