@@ -166,6 +166,10 @@ inflight_requests_max_ceiling = 1_000_000
 inflight_bytes_max_ceiling = 64 * 1024 * 1024 * 1024
 overload_retry_after_s = 1  # the Retry-After of a refusal: a bound frees up within moments
 
+# Regions (okuri/server/regions.py): AWS's own and at most this many more named by the operator
+# (OKURI_REGIONS), each served by an engine of its own once a request is signed for it.
+regions_configured_max = 64
+
 # Object-store adapters.
 key_bytes_max = 1024  # S3's limit, so a key valid here is valid on every adapter
 name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix

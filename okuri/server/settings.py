@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from okuri import limits
+from okuri.sqs.queue_urls import REGION
 
 # Local development only: the SQS surface accepts this pair unless told otherwise, so that
 # `okuri serve` plus an SDK pointed at it works out of the box. Never use it on a shared network.
@@ -96,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
            "its own, without waiting for the leader: 'on', 'off', or 'auto' (on for a local "
            "directory, off on S3, where each lease would cost one PUT more)", "auto|on|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
+    Option("regions", None,
+           "comma-separated regions served besides AWS's own and --region, in AWS's form "
+           f"(e.g. xx-private-1; at most {limits.regions_configured_max}); a request signed "
+           "for any other region is refused", "REGION,..."),
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
     Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
@@ -210,6 +215,7 @@ class Settings:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_client_ca: str | None = None
+    regions: frozenset[str] = frozenset()  # served besides AWS's own and `region`
 
     @property
     def uses_s3(self) -> bool:
@@ -303,6 +309,7 @@ class Settings:
             ),
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
+            regions=raw.regions("regions"),
             log_level=raw.choice("log_level", LOG_LEVELS),
             log_format=raw.choice("log_format", LOG_FORMATS),
             auth=raw.choice("auth", ("on", "off")) == "on",
@@ -420,6 +427,16 @@ class _Raw:
         if not pattern.fullmatch(text):
             raise self._fail(name, f"expected {expected}")
         return text
+
+    def regions(self, name: str) -> frozenset[str]:
+        """A comma-separated list of region names in AWS's form (none when unset)."""
+        names = [n.strip() for n in (self.optional(name) or "").split(",") if n.strip()]
+        for region in names:
+            if not REGION.fullmatch(region):
+                raise self._fail(name, f"{region[:80]!r} is not a region name such as eu-west-1")
+        if len(set(names)) > limits.regions_configured_max:
+            raise self._fail(name, f"names more than {limits.regions_configured_max} regions")
+        return frozenset(names)
 
     def choice(self, name: str, choices: tuple[str, ...]) -> str:
         text = self.required(name).lower()

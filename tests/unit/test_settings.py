@@ -332,3 +332,15 @@ def test_the_peer_url_is_a_url_or_off_and_derived_from_the_listener_when_unset()
     assert "0.0.0.0" not in derived
     secure = advertised_url(None, parse_address(":8080"), ["https://0.0.0.0:8080"])
     assert secure.startswith("https://")  # a TLS listener is reached over TLS
+
+
+def test_regions_served_besides_aws_own_are_a_checked_comma_separated_list() -> None:
+    assert Settings.load({}).regions == frozenset()
+    s = Settings.load({"OKURI_REGIONS": " xx-private-1, ,yy-lab-2 "})
+    assert s.regions == frozenset({"xx-private-1", "yy-lab-2"})
+    assert Settings.load({}, flags("--regions", "xx-private-1")).regions == {"xx-private-1"}
+    assert "'local' is not a region name" in load_error({"OKURI_REGIONS": "eu-west-1,local"})
+    too_many = ",".join(f"xx-private-{i}" for i in range(limits.regions_configured_max + 1))
+    assert f"more than {limits.regions_configured_max} regions" in load_error(
+        {"OKURI_REGIONS": too_many}
+    )
