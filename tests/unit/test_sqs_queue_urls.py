@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from okuri.sqs.actions import SqsActions
-from okuri.sqs.errors import SqsError
 from okuri.sqs.aws_regions import AWS_REGIONS
+from okuri.sqs.errors import SqsError
 from okuri.sqs.queue_urls import REGION, regions_named
 
 
