@@ -53,6 +53,7 @@ from okuri.engine.batching import caller
 from okuri.engine.engine import Engine
 from okuri.engine.exchanges import Routed
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
+from okuri.engine.quotas import Quotas
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "PeerUnreachable",
     "QueueAttrs",
     "QueueView",
+    "Quotas",
     "Refused",
     "Routed",
     "SendRequest",

@@ -14,6 +14,7 @@ from okuri.errors import (
     Overloaded,
     QueueAlreadyExists,
     QueueDoesNotExist,
+    QuotaExceeded,
     ReceiptHandleInvalid,
 )
 
@@ -61,6 +62,8 @@ def from_okuri(err: OkuriError) -> NativeError:
         return NativeError(413, "too_large", str(err))
     if isinstance(err, InvalidArgument | ReceiptHandleInvalid):
         return bad_request(str(err), "invalid_argument")
+    if isinstance(err, QuotaExceeded):  # a bound the operator set: retrying does not help
+        return NativeError(403, "quota_exceeded", str(err))
     if isinstance(err, Overloaded):  # the server is at one of its bounds (okuri.engine.Admission)
         return NativeError(429, "overloaded", str(err), err.retry_after_s)
     if err.retryable:

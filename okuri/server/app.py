@@ -199,6 +199,7 @@ class Server:
             linger_ms=settings.linger_ms,
             ack_logs=settings.ack_logs,
             node_id=self.node_id,
+            quotas=settings.quotas,
         )
         sqs_gate = self.admission.gate("sqs")
         actions = SqsActions(
@@ -228,6 +229,7 @@ class Server:
             settings.linger_ms,
             regional_actions,
             settings.regions,
+            settings.quotas,
         )
         self.sqs = SqsHttp(
             actions,

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable
 
 from okuri.clock import Clock
-from okuri.engine import Engine
+from okuri.engine import Engine, Quotas
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.aws_regions import AWS_REGIONS
 from okuri.sqs.sigv4_errors import invalid_region
@@ -42,8 +42,11 @@ class Regions:
         linger_ms: int,
         make_actions: Callable[[Engine, str], SqsActions],
         configured: frozenset[str] = frozenset(),
+        quotas: Quotas | None = None,
     ) -> None:
-        """`configured`: regions served besides AWS's own and the home region."""
+        """`configured`: regions served besides AWS's own and the home region; `quotas`: each
+        region's engine's (okuri/engine/quotas.py), counted per region."""
+        self._quotas = quotas
         self.home = home
         self.served = (AWS_REGIONS | configured) - {home.region}
         self._store = store
@@ -63,7 +66,7 @@ class Regions:
             if region not in self.served:
                 raise invalid_region(region)
             store = PrefixedStore(self._store, f"{KEY_PREFIX}{region}/")
-            engine = Engine(store, self._clock, linger_ms=self._linger_ms)
+            engine = Engine(store, self._clock, linger_ms=self._linger_ms, quotas=self._quotas)
             actions = self._other[region] = self._make_actions(engine, region)
             log.info("serving queues of region %s", region)
         return actions

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from okuri import limits
+from okuri.engine import Quotas
 from okuri.sqs.queue_urls import REGION
 
 # Local development only: the SQS surface accepts this pair unless told otherwise, so that
@@ -133,6 +134,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("tls_client_ca", None,
            "PEM authorities whose client certificates the main listener requires (mutual TLS; "
            "needs --tls-cert)", "FILE"),
+    Option("queues_max", str(limits.queues_max_default),
+           "queues a region may hold in all: a create past it is refused (SQS OverLimit, native "
+           "403 quota_exceeded), re-declaring an existing queue never is", "N"),
+    Option("namespace_queues_max", str(limits.namespace_queues_max_default),
+           "queues a key limited to a namespace may have in that namespace (per region)", "N"),
+    Option("queue_attributes_bytes_max", str(limits.queue_attributes_bytes_max_default),
+           "bytes of the attributes one queue stores verbatim: tags, Policy, "
+           f"RedriveAllowPolicy, KmsMasterKeyId ({limits.queue_attributes_bytes_max_floor} to "
+           f"{limits.queue_attributes_bytes_max_ceiling})", "BYTES"),
     Option("expiry_sweep_s", str(limits.expiry_sweep_s_default),
            "how often (+-25 %) this node looks for queues past their expires_s that nobody "
            f"reads any more (1 to {limits.expiry_sweep_s_max})", "SECONDS"),
@@ -216,6 +226,13 @@ class Settings:
     tls_key: str | None = None
     tls_client_ca: str | None = None
     regions: frozenset[str] = frozenset()  # served besides AWS's own and `region`
+    queues_max: int = limits.queues_max_default
+    namespace_queues_max: int = limits.namespace_queues_max_default
+    queue_attributes_bytes_max: int = limits.queue_attributes_bytes_max_default
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(self.queues_max, self.namespace_queues_max, self.queue_attributes_bytes_max)
 
     @property
     def uses_s3(self) -> bool:
@@ -310,6 +327,16 @@ class Settings:
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
             regions=raw.regions("regions"),
+            queues_max=raw.integer("queues_max", 1, limits.queues_max_ceiling, "queues"),
+            namespace_queues_max=raw.integer(
+                "namespace_queues_max", 1, limits.queues_max_ceiling, "queues"
+            ),
+            queue_attributes_bytes_max=raw.integer(
+                "queue_attributes_bytes_max",
+                limits.queue_attributes_bytes_max_floor,
+                limits.queue_attributes_bytes_max_ceiling,
+                "bytes",
+            ),
             log_level=raw.choice("log_level", LOG_LEVELS),
             log_format=raw.choice("log_format", LOG_FORMATS),
             auth=raw.choice("auth", ("on", "off")) == "on",

@@ -102,6 +102,7 @@ PUBLIC: dict[str, list[str]] = {
         "QUEUE_NAME",
         "QueueAttrs",
         "QueueView",
+        "Quotas",
         "Refused",
         "Routed",
         "SendRequest",
