@@ -93,6 +93,16 @@ class MessageNotInflight(QueueError):
     """A visibility change named a message that is not currently leased by that receipt."""
 
 
+class QuotaExceeded(QueueError):
+    """The request would take a queue or the bucket past a bound the operator set (`quota`:
+    "queues", "namespace_queues" or "queue_attributes_bytes"); retrying does not help until
+    something is deleted or the bound is raised."""
+
+    def __init__(self, message: str, quota: str) -> None:
+        super().__init__(message)
+        self.quota = quota
+
+
 class Unavailable(QueueError):
     """The bucket could not be reached or kept conflicting within bounds; the outcome is unknown."""
 

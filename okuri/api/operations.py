@@ -231,7 +231,8 @@ _ALL = (
         "POST",
         EXCHANGE + "/messages",
         "PublishResponse",
-        "Produce items to every queue the routing key reaches, each queue once.",
+        "Produce items to every queue the routing key reaches, each queue once; refused whole "
+        "(403) when one is a queue the key may not produce to.",
     ),
 )
 

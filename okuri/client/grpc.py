@@ -11,7 +11,8 @@ of 100 items of 1 MiB). Nothing here retries: the clients do (okuri/client/retri
 How a failed call maps, with the server's `okuri-error-code` trailer (its table is in
 okuri/native/grpc_service.py): each status to the HTTP status of the same refusal
 (INVALID_ARGUMENT 400, or 413 for `too_large`; ALREADY_EXISTS and FAILED_PRECONDITION 409;
-RESOURCE_EXHAUSTED 429 with `grpc-retry-pushback-ms` as its Retry-After; UNAVAILABLE 503; ...),
+FAILED_PRECONDITION 403 for `quota_exceeded`; RESOURCE_EXHAUSTED 429 with
+`grpc-retry-pushback-ms` as its Retry-After; UNAVAILABLE 503; ...),
 then through `errors.from_answer` as an HTTP answer. Without the trailer the status is grpc's
 own: UNAVAILABLE and DEADLINE_EXCEEDED are a `TransportError` (no answer), RESOURCE_EXHAUSTED
 a message over grpc's size bound (`TooLargeError`, as HTTP's 413 for a request over 4 MiB),
@@ -87,6 +88,8 @@ def error_of(code: grpc.StatusCode, details: str, trailers: Trailers) -> OkuriCl
         status = _HTTP_STATUS.get(code, 500)
         if code == Code.INVALID_ARGUMENT and okuri_code == "too_large":
             status = 413
+        if code == Code.FAILED_PRECONDITION and okuri_code == "quota_exceeded":
+            status = 403
         doc = {"error": {"code": okuri_code, "message": details}}
         return from_answer(status, doc, retry_after_s=_pushback_s(meta.get(PUSHBACK_KEY)))
     message = f"{code.name}: {details}" if details else code.name

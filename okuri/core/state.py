@@ -49,6 +49,11 @@ class QueueAttrs:
     # Attributes the engine stores but never interprets (tags, policies, redrive-allow policy).
     extra: dict[str, str] = field(default_factory=dict)
 
+    def extra_bytes(self) -> int:
+        """UTF-8 bytes of the attributes stored verbatim, names included: what every manifest
+        write of the queue carries beyond its fixed fields, and what an operator bounds."""
+        return sum(len(k.encode()) + len(v.encode()) for k, v in self.extra.items())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "vis": self.visibility_timeout_s,

@@ -54,6 +54,7 @@ from okuri.engine.engine import Engine
 from okuri.engine.exchanges import Routed
 from okuri.engine.intake import read_body, sender_of
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
+from okuri.engine.quotas import Quotas
 from okuri.engine.types import Delivery, SendRequest, SendResult
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "PeerUnreachable",
     "QueueAttrs",
     "QueueView",
+    "Quotas",
     "Refused",
     "Routed",
     "SendRequest",

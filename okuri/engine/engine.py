@@ -29,6 +29,7 @@ from okuri.engine.expiry import Expiry, ExpirySweeper
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
+from okuri.engine.quotas import QueueCount, Quotas, check_attributes
 from okuri.engine.retry import retrying
 from okuri.engine.tasks import Tasks
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -51,11 +52,14 @@ class Engine:
         linger_ms: int = limits.linger_ms_default,
         node_id: str | None = None,
         ack_logs: bool = False,
+        quotas: Quotas | None = None,
     ) -> None:
         """`ack_logs`: this node, following another, answers deletes from ack logs of its own
         (okuri/engine/ack_logs.py): one write more per lease it forwards, for a delete that
-        waits for no hop."""
+        waits for no hop. `quotas`: the operator's bounds (okuri/engine/quotas.py)."""
         self.store = store
+        self.quotas = quotas or Quotas()
+        self._queue_count = QueueCount(self.quotas, self.list_queues)
         self.clock = clock
         self.linger_ms = linger_ms
         self.node_id = node_id or clock.new_id()[:8]
@@ -103,8 +107,12 @@ class Engine:
 
     # --- queues ------------------------------------------------------------------------------
 
-    async def create_queue(self, name: str, attrs: QueueAttrs | None = None) -> QueueView:
-        """Create a queue; idempotent when it exists with the same attributes."""
+    async def create_queue(
+        self, name: str, attrs: QueueAttrs | None = None, namespace: str | None = None
+    ) -> QueueView:
+        """Create a queue; idempotent when it exists with the same attributes. `namespace`:
+        the namespace of the key asking ("" for every queue), whose quotas a queue not there
+        yet must fit; None for a queue the engine creates itself (never refused)."""
         validate_queue_name(name)
         attrs = attrs or QueueAttrs(fifo=is_fifo_name(name))
         if attrs.fifo != is_fifo_name(name):
@@ -115,7 +123,13 @@ class Engine:
             )
         validate_expires_s(attrs.expires_s, "expires_s")
         rt = self.runtime(name)
-        st = await rt.create(attrs)
+        if namespace is not None and not await self._exists(rt):
+            check_attributes(self.quotas, attrs)
+            async with self._queue_count.lock:  # counted and created one at a time
+                await self._queue_count.check(name, namespace)
+                st = await rt.create(attrs)
+        else:
+            st = await rt.create(attrs)
         if st.attrs != attrs:  # the queue was already there, with other attributes
             raise QueueAlreadyExists(
                 f"A queue named {name!r} already exists with different attributes"
@@ -125,6 +139,14 @@ class Engine:
             # node that created the queue died between the two.
             await self.expiry.ensure_marker(name)
         return QueueView.of(await self._touch(rt, st))
+
+    @staticmethod
+    async def _exists(rt: Queue) -> bool:
+        try:
+            await rt.refresh()
+        except QueueDoesNotExist:
+            return False
+        return True
 
     async def _touch(self, rt: Queue, st: QueueState) -> QueueState:
         """Record a use of the queue when one is due (a get, a create that finds it)."""
@@ -196,6 +218,7 @@ class Engine:
 
     async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
         validate_expires_s(attrs.expires_s, "expires_s")
+        check_attributes(self.quotas, attrs)
         await self.runtime(name).set_attributes(attrs)
         if attrs.expires_s is not None:
             await self.expiry.ensure_marker(name)
@@ -209,6 +232,7 @@ class Engine:
         def checked(attrs: QueueAttrs) -> QueueAttrs:
             new = change(attrs)
             validate_expires_s(new.expires_s, "expires_s")
+            check_attributes(self.quotas, new, attrs)
             return new
 
         st = await self.runtime(name).update_attrs(checked, touch)

@@ -30,6 +30,19 @@ class Access:
                 f"{kind} {queue!r} is outside this key's namespace {p.namespace!r}.",
             )
 
+    def require_route(self, exchange: str, queue: str) -> None:
+        """Refuse (403) a publish through `exchange` that would deliver into `queue`, a queue
+        this key may not produce to. The namespace is the boundary, whoever made the binding:
+        a publish reaches no further than a produce would."""
+        p = self.principal
+        if decide("produce", p.role, p.namespace, queue) != "allow":
+            raise NativeError(
+                403,
+                "forbidden",
+                f"Exchange {exchange!r} routes to queue {queue!r}, which this key may not "
+                f"produce to (namespace {p.namespace!r}); nothing was published.",
+            )
+
     def list_prefix(self, prefix: str) -> str:
         self.require("list_queues", prefix)
         return self.namespace_prefix(prefix)

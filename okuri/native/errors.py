@@ -15,6 +15,7 @@ from okuri.errors import (
     Overloaded,
     QueueAlreadyExists,
     QueueDoesNotExist,
+    QuotaExceeded,
     ReceiptHandleInvalid,
 )
 
@@ -67,6 +68,8 @@ def from_okuri(err: OkuriError) -> NativeError:
             err.reason, (400, "incomplete_body")
         )
         return NativeError(status, code, str(err))
+    if isinstance(err, QuotaExceeded):  # a bound the operator set: retrying does not help
+        return NativeError(403, "quota_exceeded", str(err))
     if isinstance(err, Overloaded):  # the server is at one of its bounds (okuri.engine.Admission)
         return NativeError(429, "overloaded", str(err), err.retry_after_s)
     if err.retryable:

@@ -6,7 +6,11 @@ produce (okuri/native/items.py) and produces them to every queue it reaches, eac
 queue's own rules (FIFO, size) apply there as for a produce to it.
 
 Namespaces: the exchange's name must lie in the key's namespace, and a bind or unbind's queue
-too, so a key can only route into queues of its own namespace.
+too, so a key can only route into queues of its own namespace. A publish is refused whole (403,
+nothing sent) when the routing key reaches a queue the key may not produce to, whoever bound it:
+an admin of every queue may bind a namespace's exchange to any queue, and the namespace, not the
+binding, is the security boundary. Refusing whole rather than skipping that queue keeps a
+publish's meaning ("every bound queue gets it") and names the binding to fix.
 """
 
 from __future__ import annotations
@@ -132,6 +136,7 @@ class Exchanges:
         fifo: dict[str, bool] = {}
 
         def requests_for(queue: str, st: QueueView) -> list[SendRequest]:
+            access.require_route(name, queue)  # before anything is sent to any queue
             fifo[queue] = st.attrs.fifo
             return sends_for(items, queue, st.attrs)
 

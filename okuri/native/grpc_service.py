@@ -11,6 +11,9 @@ The status table, and why:
 - 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND;
 - 409 ALREADY_EXISTS for `queue_exists` and `exchange_exists` (a create that conflicts),
   FAILED_PRECONDITION else;
+- 403 `quota_exceeded` (a bound the operator set: queues, attribute bytes) FAILED_PRECONDITION,
+  gRPC's status for "do not retry until the system's state is fixed" (a queue deleted, the bound
+  raised), not RESOURCE_EXHAUSTED, which retry policies commonly retry (below);
 - 413 `too_large` (an item over the queue's size) INVALID_ARGUMENT, not RESOURCE_EXHAUSTED:
   sending the same item again can never succeed, and retry policies commonly retry
   RESOURCE_EXHAUSTED. (A whole request over the 4 MiB receive bound is refused by grpc itself,
@@ -81,6 +84,8 @@ def trailers(err: NativeError) -> tuple[tuple[str, str], ...]:
 def status_of(err: NativeError) -> grpc.StatusCode:
     if err.code in ("queue_exists", "exchange_exists"):
         return grpc.StatusCode.ALREADY_EXISTS
+    if err.code == "quota_exceeded":
+        return grpc.StatusCode.FAILED_PRECONDITION
     return _STATUS.get(err.status, grpc.StatusCode.INTERNAL)
 
 

@@ -156,7 +156,7 @@ class Queues:
         access.require("create_queue", name)
         given = codec.obj(doc, "attributes") or {}
         attrs = parse_attributes(given, QueueAttrs(fifo=is_fifo_name(name)), name, access)
-        st = await self.engine.create_queue(name, attrs)
+        st = await self.engine.create_queue(name, attrs, access.principal.namespace)
         return await self.describe(name, st)
 
     async def get(self, access: Access, name: str, doc: codec.Obj) -> dict[str, Any]:

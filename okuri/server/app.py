@@ -23,7 +23,7 @@ from okuri import __version__, limits
 from okuri.clock import Clock, SystemClock
 from okuri.console.history import History, Reading, Sampler
 from okuri.console.routes import Console
-from okuri.engine import Admission, Bounds, Engine, caller
+from okuri.engine import Admission, Bounds, Engine, PeerRequestInvalid, caller
 from okuri.errors import OkuriError
 from okuri.native.grpc_service import SERVICE_NAME as GRPC_SERVICE
 from okuri.native.grpc_service import QueueService
@@ -41,6 +41,7 @@ from okuri.server.startup import StartupError, listen, one_line, open_store, url
 from okuri.server.tls import ServerTls, TlsFiles, TlsFilesInvalid
 from okuri.sqs.actions import SqsActions
 from okuri.sqs.http import SqsHttp
+from okuri.sqs.sigv4_errors import AuthError
 from okuri.store.counting import CountingStore, RequestCounts
 from okuri.store.port import ObjectStore
 
@@ -166,9 +167,16 @@ class Server:
         return await self.peers.handle(request)
 
     def _engine_for_scope(self, scope: str) -> Engine:
-        """The engine a forwarded commit names: the home region's for "", else a region's."""
+        """The engine a forwarded commit names: the home region's for "", else a region's; a
+        region this node does not serve (nodes configured with other OKURI_REGIONS) is
+        refused as an invalid forward, never committed in the home region."""
         assert self.regions is not None
-        return self.regions.actions_for(scope or None).engine
+        try:
+            return self.regions.actions_for(scope or None).engine
+        except AuthError:
+            raise PeerRequestInvalid(
+                f"this node does not serve region {scope[:80]!r} (OKURI_REGIONS)"
+            ) from None
 
     def _peer_tls(self) -> ssl.SSLContext | None:
         return None if self.tls is None else self.tls.peer_context
@@ -205,6 +213,7 @@ class Server:
             linger_ms=settings.linger_ms,
             ack_logs=settings.ack_logs,
             node_id=self.node_id,
+            quotas=settings.quotas,
         )
         sqs_gate = self.admission.gate("sqs")
         actions = SqsActions(
@@ -228,7 +237,13 @@ class Server:
             )
 
         self.regions = Regions(
-            actions, self.store, self.clock, settings.linger_ms, regional_actions
+            actions,
+            self.store,
+            self.clock,
+            settings.linger_ms,
+            regional_actions,
+            settings.regions,
+            settings.quotas,
         )
         self.sqs = SqsHttp(
             actions,

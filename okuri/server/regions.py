@@ -7,6 +7,12 @@ region's under `regions/<region>/` through its own engine, created when that reg
 used. A queue URL of another region carries the region in its path; a request signed for one
 region that names another's queue URL is refused, never served from its own region's queue of
 that name (okuri.sqs.queue_urls).
+
+The regions served are a fixed set: AWS's own (okuri.sqs.aws_regions) and those the operator
+names (OKURI_REGIONS), besides the home region. A request signed for any other region is refused
+as AWS refuses a credential scoped to an invalid region, never served from the home region's
+queues; so no client can invent regions, and the engines a node runs for them are bounded by
+that set.
 """
 
 from __future__ import annotations
@@ -15,15 +21,15 @@ import logging
 from collections.abc import Callable
 
 from okuri.clock import Clock
-from okuri.engine import Engine
+from okuri.engine import Engine, Quotas
 from okuri.sqs.actions import SqsActions
-from okuri.sqs.queue_urls import REGION  # AWS's form: us-east-1, eu-central-2
+from okuri.sqs.aws_regions import AWS_REGIONS
+from okuri.sqs.sigv4_errors import invalid_region
 from okuri.store.port import ObjectStore
 from okuri.store.prefixed import PrefixedStore
 
 log = logging.getLogger("okuri.server")
 
-REGIONS_MAX = 64  # regions served at once; more is surely a client inventing names
 KEY_PREFIX = "regions/"
 
 
@@ -35,8 +41,14 @@ class Regions:
         clock: Clock,
         linger_ms: int,
         make_actions: Callable[[Engine, str], SqsActions],
+        configured: frozenset[str] = frozenset(),
+        quotas: Quotas | None = None,
     ) -> None:
+        """`configured`: regions served besides AWS's own and the home region; `quotas`: each
+        region's engine's (okuri/engine/quotas.py), counted per region."""
+        self._quotas = quotas
         self.home = home
+        self.served = (AWS_REGIONS | configured) - {home.region}
         self._store = store
         self._clock = clock
         self._linger_ms = linger_ms
@@ -44,16 +56,17 @@ class Regions:
         self._other: dict[str, SqsActions] = {}
 
     def actions_for(self, region: str | None) -> SqsActions:
-        """The SQS surface of `region`'s queues (the home region's for None or a name that is
-        not a region's)."""
-        if region is None or region == self.home.region or not REGION.fullmatch(region):
+        """The SQS surface of `region`'s queues (the home region's for None). Raises AuthError
+        (SignatureDoesNotMatch) for a region that is not served: never the home region's
+        queues in its stead."""
+        if region is None or region == self.home.region:
             return self.home
         actions = self._other.get(region)
         if actions is None:
-            if len(self._other) >= REGIONS_MAX:
-                return self.home
+            if region not in self.served:
+                raise invalid_region(region)
             store = PrefixedStore(self._store, f"{KEY_PREFIX}{region}/")
-            engine = Engine(store, self._clock, linger_ms=self._linger_ms)
+            engine = Engine(store, self._clock, linger_ms=self._linger_ms, quotas=self._quotas)
             actions = self._other[region] = self._make_actions(engine, region)
             log.info("serving queues of region %s", region)
         return actions

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from okuri import limits
+from okuri.engine import Quotas
+from okuri.sqs.queue_urls import REGION
 
 # Local development only: the SQS surface accepts this pair unless told otherwise, so that
 # `okuri serve` plus an SDK pointed at it works out of the box. Never use it on a shared network.
@@ -96,6 +98,10 @@ OPTIONS: tuple[Option, ...] = (
            "its own, without waiting for the leader: 'on', 'off', or 'auto' (on for a local "
            "directory, off on S3, where each lease would cost one PUT more)", "auto|on|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
+    Option("regions", None,
+           "comma-separated regions served besides AWS's own and --region, in AWS's form "
+           f"(e.g. xx-private-1; at most {limits.regions_configured_max}); a request signed "
+           "for any other region is refused", "REGION,..."),
     Option("account_id", "000000000000", "12-digit account id reported in queue URLs and ARNs",
            "ID"),
     Option("log_level", "info", "one of " + ", ".join(LOG_LEVELS), "LEVEL"),
@@ -138,6 +144,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("tls_client_ca", None,
            "PEM authorities whose client certificates the main listener requires (mutual TLS; "
            "needs --tls-cert)", "FILE"),
+    Option("queues_max", str(limits.queues_max_default),
+           "queues a region may hold in all: a create past it is refused (SQS OverLimit, native "
+           "403 quota_exceeded), re-declaring an existing queue never is", "N"),
+    Option("namespace_queues_max", str(limits.namespace_queues_max_default),
+           "queues a key limited to a namespace may have in that namespace (per region)", "N"),
+    Option("queue_attributes_bytes_max", str(limits.queue_attributes_bytes_max_default),
+           "bytes of the attributes one queue stores verbatim: tags, Policy, "
+           f"RedriveAllowPolicy, KmsMasterKeyId ({limits.queue_attributes_bytes_max_floor} to "
+           f"{limits.queue_attributes_bytes_max_ceiling})", "BYTES"),
     Option("expiry_sweep_s", str(limits.expiry_sweep_s_default),
            "how often (+-25 %) this node looks for queues past their expires_s that nobody "
            f"reads any more (1 to {limits.expiry_sweep_s_max})", "SECONDS"),
@@ -223,6 +238,14 @@ class Settings:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_client_ca: str | None = None
+    regions: frozenset[str] = frozenset()  # served besides AWS's own and `region`
+    queues_max: int = limits.queues_max_default
+    namespace_queues_max: int = limits.namespace_queues_max_default
+    queue_attributes_bytes_max: int = limits.queue_attributes_bytes_max_default
+
+    @property
+    def quotas(self) -> Quotas:
+        return Quotas(self.queues_max, self.namespace_queues_max, self.queue_attributes_bytes_max)
 
     @property
     def uses_s3(self) -> bool:
@@ -328,6 +351,17 @@ class Settings:
             ),
             region=raw.matching("region", _REGION, "a region name such as us-east-1"),
             account_id=raw.matching("account_id", _ACCOUNT_ID, "exactly 12 digits"),
+            regions=raw.regions("regions"),
+            queues_max=raw.integer("queues_max", 1, limits.queues_max_ceiling, "queues"),
+            namespace_queues_max=raw.integer(
+                "namespace_queues_max", 1, limits.queues_max_ceiling, "queues"
+            ),
+            queue_attributes_bytes_max=raw.integer(
+                "queue_attributes_bytes_max",
+                limits.queue_attributes_bytes_max_floor,
+                limits.queue_attributes_bytes_max_ceiling,
+                "bytes",
+            ),
             log_level=raw.choice("log_level", LOG_LEVELS),
             log_format=raw.choice("log_format", LOG_FORMATS),
             auth=raw.choice("auth", ("on", "off")) == "on",
@@ -450,6 +484,16 @@ class _Raw:
         if not pattern.fullmatch(text):
             raise self._fail(name, f"expected {expected}")
         return text
+
+    def regions(self, name: str) -> frozenset[str]:
+        """A comma-separated list of region names in AWS's form (none when unset)."""
+        names = [n.strip() for n in (self.optional(name) or "").split(",") if n.strip()]
+        for region in names:
+            if not REGION.fullmatch(region):
+                raise self._fail(name, f"{region[:80]!r} is not a region name such as eu-west-1")
+        if len(set(names)) > limits.regions_configured_max:
+            raise self._fail(name, f"names more than {limits.regions_configured_max} regions")
+        return frozenset(names)
 
     def choice(self, name: str, choices: tuple[str, ...]) -> str:
         text = self.required(name).lower()

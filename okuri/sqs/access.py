@@ -38,7 +38,7 @@ from typing import Any
 
 from okuri.principals.roles import Decision, Operation, Principal, decide, list_prefix
 from okuri.sqs import queue_attributes as qa
-from okuri.sqs.actions import SqsActions
+from okuri.sqs.actions import NAMESPACE_PARAM, SqsActions
 from okuri.sqs.errors import SqsError
 from okuri.sqs.move_tasks import decode_handle, queue_of_arn
 
@@ -155,6 +155,8 @@ def authorize(
     if action == "ListQueues":
         prefix = list_prefix(principal.namespace, p.get("QueueNamePrefix") or "")
         return {**p, "QueueNamePrefix": prefix} if prefix else p
+    if action == "CreateQueue" and principal.namespace:
+        return {**p, NAMESPACE_PARAM: principal.namespace}  # the namespace's queue quota
     return p
 
 

@@ -59,6 +59,9 @@ COUNT_ATTRIBUTES = frozenset(
 # name like it, and requests are shape-checked before dispatch.
 TRACE_PARAM = "okuri:X-Amzn-Trace-Id"
 TRACED_ACTIONS = frozenset({"SendMessage", "SendMessageBatch"})
+# Where access hands CreateQueue the namespace of the key that signed it (okuri.sqs.access), whose
+# quota a new queue must fit (okuri/engine/quotas.py); absent: a key of every queue.
+NAMESPACE_PARAM = "okuri:Namespace"
 
 Handler = Callable[[dict[str, Any], str, str], Awaitable[dict[str, Any]]]
 Extension = Callable[["SqsActions", dict[str, Any], str, str], Awaitable[dict[str, Any]]]
@@ -189,7 +192,7 @@ class SqsActions:
                 raise queue_name_exists(conflict)
             return {"QueueUrl": self.queue_url(name, host)}
         try:
-            await self.engine.create_queue(name, attrs)
+            await self.engine.create_queue(name, attrs, p.get(NAMESPACE_PARAM, ""))
         except OkuriError as err:  # lost a race with a create of different attributes
             raise from_okuri(err) from err
         return {"QueueUrl": self.queue_url(name, host)}

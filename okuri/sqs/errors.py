@@ -95,6 +95,12 @@ def resource_not_found(message: str) -> SqsError:
     return SqsError("ResourceNotFoundException", message, 404)
 
 
+def over_limit(message: str) -> SqsError:
+    """SQS's answer to an action that violates a limit: OverLimit, a 403 (SQS's API reference;
+    seen answering an oversized Policy in BishopFox/cloudfoxable#29)."""
+    return SqsError("OverLimit", message, 403)
+
+
 def throttled(err: errors.Overloaded) -> SqsError:
     """The node is at a bound (okuri.engine.Admission): SQS's own throttling code, which SDKs
     raise as their RequestThrottled exception, with HTTP 429 rather than SQS's 400, because
@@ -146,6 +152,10 @@ def from_okuri(err: errors.OkuriError) -> SqsError:
             return throttled(err)
         case errors.BodyUnread():
             return body_unread(err)
+        case errors.QuotaExceeded():
+            # SQS has no queue-count error; OverLimit (403) is its answer for "the action
+            # violates a limit", and what it answers an oversized Policy.
+            return over_limit(str(err))
         case errors.Unavailable() | errors.StoreError():
             return SqsError(
                 "ServiceUnavailable",

@@ -16,7 +16,8 @@ Errors: a label already in the policy and a label not in it answer InvalidParame
 SQS's words (recorded); more than 7 actions answers OverLimit and an action that is not SQS's,
 or that only the queue's owner may call, InvalidParameterValue, in the texts moto copies from
 SQS; an account id that is not 12 digits answers as an empty list does. The policy bounds SQS
-documents (20 statements, 50 principals, 8 KiB) answer OverLimit in okuri's words.
+documents (20 statements, 50 principals, 8 KiB) answer OverLimit, the size in SQS's words
+(okuri.sqs.queue_attributes), the others in okuri's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from okuri.engine import QueueAttrs
+from okuri.sqs import queue_attributes as qa
 from okuri.sqs.errors import SqsError, invalid, missing
 from okuri.sqs.shapes import ACTIONS
 
@@ -38,7 +40,6 @@ POLICY_VERSION = "2008-10-17"
 actions_per_statement_max = 7
 statements_per_policy_max = 20
 principals_per_policy_max = 50
-policy_bytes_max = 8192
 label_chars_max = 80
 
 _LABEL = re.compile(rf"[A-Za-z0-9_-]{{1,{label_chars_max}}}")
@@ -164,8 +165,8 @@ def add_statement(
             f"A queue's policy can name at most {principals_per_policy_max} principals."
         )
     changed = _with_policy(attrs, {**policy, "Statement": statements})
-    if len(changed.extra[POLICY].encode()) > policy_bytes_max:
-        raise _over_limit(f"A queue's policy can be at most {policy_bytes_max} bytes long.")
+    if len(changed.extra[POLICY].encode()) > qa.policy_bytes_max:
+        raise _over_limit(qa.POLICY_TOO_LARGE)
     return changed
 
 

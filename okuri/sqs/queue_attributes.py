@@ -17,6 +17,10 @@ What maps where:
   removes the policy.
 - Policy, RedriveAllowPolicy, KmsMasterKeyId, KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled:
   stored verbatim (booleans lower-cased) in `QueueAttrs.extra`, which the engine never reads.
+  A Policy over SQS's 8,192 bytes (its policy quotas page) answers as SQS answers it: 403
+  OverLimit "Submitted policy is over max allowed size." (BishopFox/cloudfoxable#29, 2025;
+  Particular/NServiceBus.AmazonSQS#830). All of `extra` together is bounded by the operator's
+  OKURI_QUEUE_ATTRIBUTES_BYTES_MAX, checked by the engine (OverLimit too).
   An empty Policy, RedriveAllowPolicy or KmsMasterKeyId removes it; KmsDataKeyReusePeriodSeconds
   set to its default 300 disappears from GetQueueAttributes, as SQS's does (recorded).
 - FIFO: FifoQueue=true and a ".fifo" name go together (either alone is InvalidParameterValue);
@@ -120,6 +124,8 @@ kms_reuse_s_min = 60
 kms_reuse_s_max = 24 * 60 * 60
 kms_reuse_s_default = 300
 tags_per_queue_max = 50
+policy_bytes_max = 8192  # SQS's policy quota
+POLICY_TOO_LARGE = "Submitted policy is over max allowed size."
 tag_key_chars_max = 128
 tag_value_chars_max = 256
 
@@ -295,6 +301,8 @@ def parse_queue_attributes(
         elif name == "Policy":
             if raw == "":
                 extra.pop(name, None)
+            elif len(raw.encode()) > policy_bytes_max:
+                raise SqsInputError("OverLimit", POLICY_TOO_LARGE, 403)
             elif json_object(raw) is None:
                 raise _bad_value(name)
             else:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}")  # AWS's form: us-east-1, eu-central-2
+# AWS's form: us-east-1, eu-central-2, us-gov-west-1, eusc-de-east-1.
+REGION = re.compile(r"[a-z]{2,4}(?:-[a-z]+)+-[0-9]{1,2}")
 _AWS_HOST = re.compile(
     rf"(?:sqs(?:-fips)?\.(?P<sqs>{REGION.pattern})|(?P<legacy>{REGION.pattern})\.queue)"
     r"\.amazonaws\.com(?:\.cn)?"

@@ -16,6 +16,11 @@ Codes (query-protocol names):
   (CloudFormation, timkay/aws#111; SQS for a bad region, boto/boto#3690). S3 answers a bad
   content hash with XAmzContentSHA256Mismatch, but S3 is the only service that trusts that
   header; elsewhere AWS hashes the body itself, so a lying header just fails the signature.
+- a credential scope naming a region that is not one (okuri.sqs.aws_regions, plus those
+  configured): SignatureDoesNotMatch, 403, "Credential should be scoped to a valid region, not
+  'queue'. " (the trailing space is SQS's), as SQS answered boto's scope of 'queue'
+  (boto/boto#3690, 2017) and fluent-plugin-sqs's of 'sqs' (ixixi/fluent-plugin-sqs#50, 2019);
+  aws-sdk-cpp#93 shows the same code and text for a region the endpoint does not serve.
 - request time outside `skew_s_max`, or a presigned URL past X-Amz-Expires: EXPIRED_CODE, which is
   SignatureDoesNotMatch, 403, with AWS's "Signature expired: 20130101T000000Z is now earlier than
   20130101T001500Z (20130101T003000Z - 15 min.)" and "Signature not yet current: ..." messages.
@@ -69,6 +74,11 @@ def incomplete(message: str) -> AuthError:
 
 def mismatch(message: str = MISMATCH_MESSAGE) -> AuthError:
     return AuthError("SignatureDoesNotMatch", 403, message)
+
+
+def invalid_region(region: str) -> AuthError:
+    """A credential scoped to a region okuri does not serve (SQS's code and text, module doc)."""
+    return mismatch(f"Credential should be scoped to a valid region, not '{echo(region)}'. ")
 
 
 def echo(text: str) -> str:

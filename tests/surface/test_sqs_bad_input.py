@@ -200,6 +200,8 @@ def _receipt(raw: str) -> str:
 
 
 DEEP_JSON = "[" * 100_000 + "]" * 100_000  # past any recursive parser's limit
+# As deep as a Policy within SQS's 8,192 bytes can be (a longer one is OverLimit first).
+DEEP_POLICY = "[" * 4_000 + "]" * 4_000
 STRING_ATTR = {"DataType": "String", "StringValue": "v"}
 
 CASES = [
@@ -659,7 +661,7 @@ CASES = [
     case(
         "CreateQueue-Policy-nested-too-deep",
         "CreateQueue",
-        {"QueueName": "policy", "Attributes": {"Policy": DEEP_JSON}},
+        {"QueueName": "policy", "Attributes": {"Policy": DEEP_POLICY}},
         400,
         "InvalidAttributeValue",
     ),

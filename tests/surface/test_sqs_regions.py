@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.parse
 import uuid
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -15,7 +16,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from okuri.sqs import query
-from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, http
+from tests.servers import SQS_KEY, SQS_SECRET, ServerProcess, http, start_server
 
 
 def _client(server: ServerProcess, region: str) -> Any:
@@ -194,3 +195,77 @@ def test_the_query_protocol_refuses_another_regions_queue_url_alike(
     assert _query(sqs_server, send, "us-east-1", path) == missing  # posted to the queue's URL
     assert _query(sqs_server, send | {"MessageBody": "eu"}, "eu-west-1", path)[0] == 200
     assert _bodies(home, home_url) == [] and _bodies(other, other_url) == ["eu"]
+
+
+# --- which regions are served -------------------------------------------------------------------
+#
+# AWS's own regions (okuri.sqs.aws_regions) and those named in OKURI_REGIONS, beside the home
+# region; any other is refused as SQS refuses a credential scoped to an invalid region: 403
+# SignatureDoesNotMatch "Credential should be scoped to a valid region, not 'queue'. "
+# (boto/boto#3690; okuri.sqs.sigv4_errors). So invented regions cannot fill the table of the
+# regions a node serves and push a real one into the home region's queues.
+
+FAKE_REGIONS = [f"zz-fake-{i}" for i in range(1, 65)]
+
+
+def _invalid_region(region: str) -> tuple[int, str, str]:
+    return (
+        403,
+        "SignatureDoesNotMatch",
+        f"Credential should be scoped to a valid region, not '{region}'. ",
+    )
+
+
+@pytest.fixture(scope="module")
+def regions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("regions")
+    env = {"OKURI_DATA_DIR": str(tmp / "data"), "OKURI_REGIONS": "xx-private-1, xx-private-2"}
+    proc = start_server(tmp, env)
+    yield proc
+    proc.terminate()
+
+
+def test_invented_regions_are_refused_and_never_crowd_out_a_real_one_over_json(
+    regions_server: ServerProcess,
+) -> None:
+    for region in FAKE_REGIONS:
+        with pytest.raises(ClientError) as err:
+            _client(regions_server, region).list_queues()
+        e = err.value.response
+        got = (e["ResponseMetadata"]["HTTPStatusCode"], e["Error"]["Code"], e["Error"]["Message"])
+        assert got == _invalid_region(region)
+    home, north = _client(regions_server, "us-east-1"), _client(regions_server, "eu-north-1")
+    name = f"regional-north-{uuid.uuid4().hex[:8]}"
+    url = north.create_queue(QueueName=name)["QueueUrl"]
+    assert "/eu-north-1/" in url
+    assert "QueueUrls" not in home.list_queues(QueueNamePrefix=name)
+    assert north.list_queues(QueueNamePrefix=name)["QueueUrls"] == [url]
+    # A region the operator named is served as AWS's own are; a name not of a region's form too
+    # is refused (it used to reach the home region's queues).
+    private = _client(regions_server, "xx-private-2")
+    assert "/xx-private-2/" in private.create_queue(QueueName=name)["QueueUrl"]
+    with pytest.raises(ClientError) as err:
+        _client(regions_server, "local").create_queue(QueueName=name)
+    assert err.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+    assert home.list_queues(QueueNamePrefix=name).get("QueueUrls") is None
+
+
+def test_invented_regions_are_refused_over_the_query_protocol(
+    regions_server: ServerProcess,
+) -> None:
+    for region in FAKE_REGIONS[:8]:
+        got = _query(regions_server, {"Action": "ListQueues"}, region)
+        assert got == _invalid_region(region)
+    name = f"regional-query-north-{uuid.uuid4().hex[:8]}"
+    assert (
+        _query(regions_server, {"Action": "CreateQueue", "QueueName": name}, "eu-north-1")[0] == 200
+    )
+    assert (
+        _query(regions_server, {"Action": "CreateQueue", "QueueName": name}, "xx-private-1")[0]
+        == 200
+    )
+    assert "QueueUrls" not in _client(regions_server, "us-east-1").list_queues(QueueNamePrefix=name)
+    assert (
+        len(_client(regions_server, "eu-north-1").list_queues(QueueNamePrefix=name)["QueueUrls"])
+        == 1
+    )

@@ -321,6 +321,7 @@ REFUSALS = [
     NativeError(400, "bad_protobuf", "The request is not a valid okuri.api.v1.LeaseRequest."),
     NativeError(401, "bad_key", "The key is not known."),
     NativeError(403, "forbidden", "Not allowed."),
+    NativeError(403, "quota_exceeded", "Creating queue 'q' would exceed the maximum: 10."),
     NativeError(404, "queue_not_found", "The queue does not exist."),
     NativeError(405, "method_not_allowed", "No."),
     NativeError(409, "queue_exists", "The queue exists with other attributes."),

@@ -110,6 +110,7 @@ def test_a_queue_without_max_attempts_or_dead_letter_queue_leaves_them_unset() -
         (400, "out_of_range", grpc.StatusCode.INVALID_ARGUMENT),
         (401, "missing_key", grpc.StatusCode.UNAUTHENTICATED),
         (403, "forbidden", grpc.StatusCode.PERMISSION_DENIED),
+        (403, "quota_exceeded", grpc.StatusCode.FAILED_PRECONDITION),
         (404, "queue_not_found", grpc.StatusCode.NOT_FOUND),
         (409, "queue_exists", grpc.StatusCode.ALREADY_EXISTS),
         (409, "some_conflict", grpc.StatusCode.FAILED_PRECONDITION),

@@ -103,6 +103,7 @@ PUBLIC: dict[str, list[str]] = {
         "QUEUE_NAME",
         "QueueAttrs",
         "QueueView",
+        "Quotas",
         "Refused",
         "Routed",
         "SendRequest",

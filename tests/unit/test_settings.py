@@ -332,3 +332,36 @@ def test_the_peer_url_is_a_url_or_off_and_derived_from_the_listener_when_unset()
     assert "0.0.0.0" not in derived
     secure = advertised_url(None, parse_address(":8080"), ["https://0.0.0.0:8080"])
     assert secure.startswith("https://")  # a TLS listener is reached over TLS
+
+
+def test_regions_served_besides_aws_own_are_a_checked_comma_separated_list() -> None:
+    assert Settings.load({}).regions == frozenset()
+    s = Settings.load({"OKURI_REGIONS": " xx-private-1, ,yy-lab-2 "})
+    assert s.regions == frozenset({"xx-private-1", "yy-lab-2"})
+    assert Settings.load({}, flags("--regions", "xx-private-1")).regions == {"xx-private-1"}
+    assert "'local' is not a region name" in load_error({"OKURI_REGIONS": "eu-west-1,local"})
+    too_many = ",".join(f"xx-private-{i}" for i in range(limits.regions_configured_max + 1))
+    assert f"more than {limits.regions_configured_max} regions" in load_error(
+        {"OKURI_REGIONS": too_many}
+    )
+
+
+def test_quotas_default_to_the_documented_bounds_and_are_checked() -> None:
+    s = Settings.load({})
+    assert (s.queues_max, s.namespace_queues_max, s.queue_attributes_bytes_max) == (
+        limits.queues_max_default,
+        limits.namespace_queues_max_default,
+        limits.queue_attributes_bytes_max_default,
+    )
+    env = {
+        "OKURI_QUEUES_MAX": "50",
+        "OKURI_NAMESPACE_QUEUES_MAX": "5",
+        "OKURI_QUEUE_ATTRIBUTES_BYTES_MAX": "4096",
+    }
+    quotas = Settings.load(env).quotas
+    assert (quotas.queues_max, quotas.namespace_queues_max) == (50, 5)
+    assert quotas.queue_attributes_bytes_max == 4096
+    assert Settings.load({}, flags("--queues-max", "7")).quotas.queues_max == 7
+    assert "OKURI_QUEUES_MAX='0': must be from 1" in load_error({"OKURI_QUEUES_MAX": "0"})
+    assert "expected a whole number" in load_error({"OKURI_NAMESPACE_QUEUES_MAX": "many"})
+    assert "must be from 1024 to" in load_error({"OKURI_QUEUE_ATTRIBUTES_BYTES_MAX": "100"})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from okuri.sqs.actions import SqsActions
+from okuri.sqs.aws_regions import AWS_REGIONS
 from okuri.sqs.errors import SqsError
-from okuri.sqs.queue_urls import regions_named
+from okuri.sqs.queue_urls import REGION, regions_named
 
 
 @pytest.mark.parametrize(
@@ -28,12 +29,20 @@ from okuri.sqs.queue_urls import regions_named
             "https://sqs.us-east-1.amazonaws.com/eu-west-1/123456789012/jobs",
             {"us-east-1", "eu-west-1"},
         ),
+        ("http://okuri/eusc-de-east-1/000000000000/jobs", {"eusc-de-east-1"}),
         ("http://sqs.eu-west-1.example.com/000000000000/jobs", set()),  # not SQS's host
         ("http://[::1/000000000000/jobs", set()),  # unparsable: names nothing
     ],
 )
 def test_the_regions_a_queue_url_names(url: str, regions: set[str]) -> None:
     assert regions_named(url) == regions
+
+
+def test_every_region_aws_has_is_of_the_form_a_queue_url_is_read_for() -> None:
+    """A queue URL of any region okuri serves names that region (okuri.sqs.aws_regions)."""
+    for region in AWS_REGIONS:
+        assert REGION.fullmatch(region), region
+        assert regions_named(f"http://okuri/{region}/000000000000/jobs") == {region}
 
 
 def test_a_public_url_whose_path_looks_like_a_region_names_none() -> None:
