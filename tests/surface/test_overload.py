@@ -10,7 +10,8 @@ Past a bound, SQS clients get RequestThrottled (429, which botocore with retries
 and with retries on, legacy or standard, retries until it succeeds), the native API gets 429
 `overloaded` with Retry-After (gRPC: RESOURCE_EXHAUSTED with the pushback trailer), which
 okuri.client waits out on either wire, /readyz stays ready, peers are not shed, /metrics counts
-what was shed, and no acknowledged send is lost. Every wait is bounded; nothing asserts how long anything took.
+what was shed, and no acknowledged send is lost. Every wait is bounded; nothing asserts how
+long anything took.
 """
 
 from __future__ import annotations
