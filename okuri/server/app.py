@@ -120,7 +120,12 @@ class Server:
             shutdown_timeout=limits.shutdown_grace_s,
             lingering_time=min(limits.lingering_s_max, float(settings.read_timeout_s)),
         )
-        self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
+        self.grpc = GrpcBackend(
+            self.health.readiness,
+            "okuri-grpc-" + self.clock.new_id(),
+            gate=self.admission.gate("grpc"),
+            read_timeout_s=settings.read_timeout_s,
+        )
         self.tls: ServerTls | None = None
 
     async def _serve_sqs(self, request: web.Request) -> web.StreamResponse:

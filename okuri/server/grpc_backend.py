@@ -37,17 +37,28 @@ from grpc_health.v1 import health, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from okuri import limits
+from okuri.engine import Gate, sender_of
+from okuri.server.h2_ledger import StreamLedger
 from okuri.server.health_grpc import HealthService, Readiness
 
 log = logging.getLogger("okuri.server")
 
 
 class _Pipe(asyncio.Protocol):
-    """One direction of a splice: what arrives on this side is written to `peer`."""
+    """One direction of a splice: what arrives on this side is shown to `watch` (the
+    connection's ledger), then written to `peer`."""
 
-    def __init__(self, peer: asyncio.Transport | None, pipes: set[_Pipe]) -> None:
+    def __init__(
+        self,
+        peer: asyncio.Transport | None,
+        pipes: set[_Pipe],
+        watch: Callable[[bytes], None] | None = None,
+        lost: Callable[[], None] | None = None,
+    ) -> None:
         self.peer = peer
         self.pipes = pipes
+        self.watch = watch
+        self.lost = lost
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -55,6 +66,8 @@ class _Pipe(asyncio.Protocol):
         self.pipes.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.watch is not None:
+            self.watch(data)
         if self.peer is not None:
             self.peer.write(data)
 
@@ -73,6 +86,8 @@ class _Pipe(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.pipes.discard(self)
+        if self.lost is not None:
+            self.lost()
         if self.peer is not None:
             self.peer.close()  # after writing what it holds
 
@@ -82,10 +97,24 @@ class _Pipe(asyncio.Protocol):
 
 
 class GrpcBackend:
-    def __init__(self, readiness: Readiness, name: str, abstract: bool | None = None) -> None:
+    def __init__(
+        self,
+        readiness: Readiness,
+        name: str,
+        abstract: bool | None = None,
+        gate: Gate | None = None,
+        read_timeout_s: float = limits.read_timeout_s_default,
+    ) -> None:
         """`name` names the private socket, unique among a host's processes; `abstract`: in
-        the abstract namespace (the default on Linux) or a file."""
+        the abstract namespace (the default on Linux) or a file. `gate` holds each
+        connection's unfinished request messages against its sender (okuri.server.h2_ledger;
+        None: not held), and an upload that does not move for `read_timeout_s` closes its
+        connection."""
         self.readiness = readiness
+        self.gate = gate
+        self.read_timeout_s = read_timeout_s
+        self._ledgers: set[StreamLedger] = set()
+        self._sweeper: asyncio.TimerHandle | None = None
         self.name = name
         self.abstract = sys.platform.startswith("linux") if abstract is None else abstract
         self.server: grpc.aio.Server | None = None
@@ -115,20 +144,59 @@ class GrpcBackend:
             raise OSError(f"gRPC cannot listen on its private socket {address}")
         await server.start()
         self.server = server
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Close connections whose upload has not moved for the read timeout."""
+        loop = asyncio.get_running_loop()
+        oldest_s = loop.time() - self.read_timeout_s
+        for ledger in [d for d in self._ledgers if d.stalled(oldest_s)]:
+            self._ledgers.discard(ledger)
+            ledger.abort()
+        self._sweeper = loop.call_later(self.read_timeout_s / 4, self._sweep)
 
     def splice(self, client: asyncio.Transport, first: bytes) -> None:
         """Lead a connection that began with `first` (the HTTP/2 preface) to the gRPC server."""
         client.pause_reading()
-        pipe = _Pipe(None, self._pipes)
+        ledger = self._ledger(client)
+        if ledger is None:
+            pipe = _Pipe(None, self._pipes)
+        else:
+            pipe = _Pipe(None, self._pipes, ledger.from_client, lambda: self._forget(ledger))
         client.set_protocol(pipe)
         pipe.connection_made(client)
-        task = asyncio.get_running_loop().create_task(self._connect(pipe, client, first))
+        if ledger is not None:
+            ledger.from_client(first)
+        task = asyncio.get_running_loop().create_task(self._connect(pipe, client, first, ledger))
         self._connecting.add(task)
         task.add_done_callback(self._connecting.discard)
 
-    async def _connect(self, pipe: _Pipe, client: asyncio.Transport, first: bytes) -> None:
+    def _ledger(self, client: asyncio.Transport) -> StreamLedger | None:
+        gate = self.gate
+        if gate is None:
+            return None
+        peer = client.get_extra_info("peername")
+        sender = sender_of(peer[0] if isinstance(peer, tuple) and peer else None)
+        ledger = StreamLedger(
+            lambda: gate.hold_unverified(sender), client.close, asyncio.get_running_loop().time
+        )
+        self._ledgers.add(ledger)
+        return ledger
+
+    def _forget(self, ledger: StreamLedger) -> None:
+        self._ledgers.discard(ledger)
+        ledger.release_all()
+
+    async def _connect(
+        self,
+        pipe: _Pipe,
+        client: asyncio.Transport,
+        first: bytes,
+        ledger: StreamLedger | None,
+    ) -> None:
+        watch = None if ledger is None else ledger.from_server
         try:
-            upstream = await self._open(lambda: _Pipe(client, self._pipes))
+            upstream = await self._open(lambda: _Pipe(client, self._pipes, watch))
         except OSError as err:
             log.warning("a gRPC connection could not reach the gRPC server: %s", err)
             client.abort()
@@ -162,6 +230,8 @@ class GrpcBackend:
 
     async def stop(self, grace_s: float) -> None:
         self.stopping()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         for task in list(self._connecting):
             task.cancel()
         if self.server is not None:

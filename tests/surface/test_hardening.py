@@ -2,7 +2,8 @@
 
 Each test is an attack from issue 40, against a server configured only by its environment:
 idle connections that declare large bodies, a body or headers that dribble in, one sender
-pushing past its share of unauthenticated bytes, and forwards to the peer endpoint that are
+pushing past its share of unauthenticated bytes (over HTTP/1.1 and over gRPC's HTTP/2, whose
+uploads can stall too), and forwards to the peer endpoint that are
 unsigned (refused before their body is read) or replayed (refused the second time). A second
 sender is a second loopback address (127.0.0.2), which Linux routes like 127.0.0.1.
 """
@@ -17,8 +18,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import h2.config
+import h2.connection
 import pytest
 
+from okuri.client import Client
 from okuri.server.peers import DIGEST, PATH, SCOPE, SIGNATURE, Peers
 from tests.servers import SQS_SECRET, ServerProcess, start_server
 
@@ -246,3 +250,93 @@ def test_a_signed_forward_is_refused_when_replayed_or_when_its_body_differs(
     tampered, data = forward(server, {**other, SCOPE: ""}, body[:-1] + b" ")
     assert tampered == 403, data
     assert b"digest" in data
+
+
+class H2Upload:
+    """An HTTP/2 connection to the gRPC port that opens ListQueues calls without a key and sends
+    their message bodies only in part, honouring flow control as a real client would."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.sock = socket.create_connection(address(server), timeout=10)
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.h2.initiate_connection()
+        self.sock.sendall(self.h2.data_to_send())
+
+    def open(self) -> int:
+        stream = self.h2.get_next_available_stream_id()
+        self.h2.send_headers(
+            stream,
+            [(":method", "POST"), (":path", "/okuri.api.v1.QueueService/ListQueues"),
+             (":scheme", "http"), (":authority", "x"), ("content-type", "application/grpc"),
+             ("te", "trailers")],
+        )  # fmt: skip
+        self.sock.sendall(self.h2.data_to_send())
+        return stream
+
+    def send(self, stream: int, nbytes: int, timeout_s: float = 10) -> int:
+        """Send up to `nbytes` of a 4 MiB message (never its end); how many went before the
+        server closed the connection (or `timeout_s` passed)."""
+        data = b"\x00" + (DECLARED - 16).to_bytes(4, "big") + bytes(nbytes - 5)
+        sent, deadline = 0, time.monotonic() + timeout_s
+        self.sock.settimeout(0.2)
+        while sent < len(data) and time.monotonic() < deadline:
+            window = min(
+                self.h2.local_flow_control_window(stream),
+                self.h2.max_outbound_frame_size,
+                len(data) - sent,
+            )
+            try:
+                if window > 0:
+                    self.h2.send_data(stream, data[sent : sent + window])
+                    self.sock.sendall(self.h2.data_to_send())
+                    sent += window
+                    continue
+                incoming = self.sock.recv(65536)
+                if not incoming:
+                    return sent
+                self.h2.receive_data(incoming)
+                self.sock.sendall(self.h2.data_to_send())
+            except TimeoutError:
+                continue
+            except OSError:
+                return sent
+        return sent
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_grpc_uploads_without_a_key_hold_at_most_their_senders_share(
+    server: ServerProcess,
+) -> None:
+    """grpcio reads a call's whole message before the service sees its key: streams left one
+    byte short of 4 MiB each used to add 4 MiB of memory apiece (120 of them: +480 MiB)."""
+    upload = H2Upload(server)
+    try:
+        first = upload.send(upload.open(), 3 * MiB)
+        assert first == 3 * MiB
+        assert metric(server, 'okuri_inflight{kind="unverified_bytes"}') >= 3 * MiB - 64 * 1024
+        upload.send(upload.open(), 3 * MiB)  # what goes before the server closes (or all)
+        assert closed_within(upload.sock, 5), "a sender went past its share and kept sending"
+    finally:
+        upload.close()
+    assert metric(server, 'okuri_shed_requests_total{surface="grpc",kind="sender_bytes"}') == 1
+    deadline = time.monotonic() + 5
+    while metric(server, 'okuri_inflight{kind="unverified_bytes"}'):
+        assert time.monotonic() < deadline, "a closed connection's bytes were not given back"
+        time.sleep(0.05)
+    with Client(f"grpc://{server.url.removeprefix('http://')}", ADMIN) as client:
+        client.create_queue("after-grpc-hog")  # a keyed call on a new connection is served
+
+
+def test_a_grpc_upload_that_stops_moving_is_cut_off_at_the_read_timeout(
+    server: ServerProcess,
+) -> None:
+    upload = H2Upload(server)
+    try:
+        assert upload.send(upload.open(), 100_000) == 100_000
+        started = time.monotonic()
+        assert closed_within(upload.sock, 8), "a stalled gRPC upload kept its connection"
+        assert time.monotonic() - started < 8
+    finally:
+        upload.close()
