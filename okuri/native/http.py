@@ -20,6 +20,7 @@ from aiohttp import web
 from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
+from okuri.digits import whole_number
 from okuri.engine import Engine, Gate, Ticket
 from okuri.errors import OkuriError
 from okuri.native import bearer, codec, openapi, routes
@@ -159,9 +160,10 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
         return doc  # the operation names the unknown field first
     for name, value in query.items():
         if types.get(name) == "integer":
-            if not value.isdigit():
+            number = whole_number(value)
+            if number is None:
                 raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
-            doc[name] = int(value)
+            doc[name] = number
     return doc
 
 
