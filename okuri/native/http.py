@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
@@ -87,9 +88,7 @@ class NativeHttp:
                 ticket = self.gate.enter("request", request.content_length)
             body = await self._run(route, queue, request, entry)
             self.stats.count(operation, "ok")
-            return web.Response(
-                status=200, body=codec.dumps(body), content_type=JSON, headers=ids
-            )
+            return web.Response(status=200, body=codec.dumps(body), content_type=JSON, headers=ids)
         except Exception as exc:
             if isinstance(exc, NativeError):
                 err = exc
@@ -168,10 +167,23 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
 
 
 async def _body(request: web.Request) -> codec.Obj:
+    """The request's JSON body, bounded. A client that closes its connection before its body
+    has arrived, or frames it wrongly, made the mistake: a 400 (it may never read it) and at
+    most a DEBUG line, never a traceback nor an `internal` for the server-errors alert."""
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise NativeError(
             413, "too_large", f"The request body is larger than {limits.request_bytes_max} bytes."
+        ) from None
+    except (ConnectionResetError, HttpProcessingError) as exc:
+        log.debug(
+            "%s %s: its body did not arrive whole (%s)",
+            request.method,
+            request.path,
+            type(exc).__name__,
+        )
+        raise NativeError(
+            400, "invalid_request", "The request body did not arrive whole."
         ) from None
     return codec.parse_body(raw)

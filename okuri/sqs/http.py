@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from okuri import __version__, access_log
 from okuri.clock import Clock
@@ -155,12 +156,7 @@ class SqsHttp:
                     action = _named_action(request)
                     raise admitted.error()
                 ticket = admitted
-            try:
-                body = await request.read()
-            except web.HTTPRequestEntityTooLarge:
-                raise SqsError(
-                    "RequestEntityTooLarge", "The request body is too large.", 413
-                ) from None
+            body = await _read_body(request, request_id)
             table = self.keys() if self.keys is not None else None
             principal = self._authenticate(request, body, table)
             caller = entry.key_id = principal.key_id
@@ -272,6 +268,19 @@ class SqsHttp:
             raise SqsError(
                 "InvalidAction", f"The action {action[:100]} is not valid for this endpoint."
             )
+
+
+async def _read_body(request: web.Request, request_id: str) -> bytes:
+    """The request's body, bounded. A client that closes its connection before its body has
+    arrived, or frames it wrongly, made the mistake: a 400 (it may never read it) and at most
+    a DEBUG line, never a traceback nor an InternalFailure for the server-errors alert."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise SqsError("RequestEntityTooLarge", "The request body is too large.", 413) from None
+    except (ConnectionResetError, HttpProcessingError) as exc:
+        log.debug("request %s: its body did not arrive whole (%s)", request_id, type(exc).__name__)
+        raise SqsError("IncompleteBody", "The request body did not arrive whole.") from None
 
 
 def _named_action(request: web.Request) -> str:
