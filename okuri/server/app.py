@@ -33,6 +33,7 @@ from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
 from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app, queue_lines
+from okuri.server.malformed import Runner
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
@@ -71,7 +72,7 @@ class Server:
         # aiohttp's own access lines in text mode at debug; JSON lines have okuri's access records.
         text_debug = settings.log_level == "debug" and settings.log_format == "text"
         access_log = log if text_debug else None
-        self._health_runner = web.AppRunner(
+        self._health_runner = Runner(
             health_app(self.health),
             access_log=access_log,
             shutdown_timeout=limits.health_shutdown_s,
@@ -102,7 +103,7 @@ class Server:
             keys = (lambda: self.key_table) if settings.auth else None
             Console(keys, self.history, self.clock).add_routes(main)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
-        self._main_runner = web.AppRunner(
+        self._main_runner = Runner(
             main, access_log=access_log, shutdown_timeout=limits.shutdown_grace_s
         )
         self.grpc = GrpcBackend(self.health.readiness, "okuri-grpc-" + self.clock.new_id())
