@@ -176,7 +176,7 @@ async def _body(request: web.Request) -> codec.Obj:
         raise NativeError(
             413, "too_large", f"The request body is larger than {limits.request_bytes_max} bytes."
         ) from None
-    except (ConnectionResetError, HttpProcessingError) as exc:
+    except (ConnectionResetError, web.RequestPayloadError, HttpProcessingError) as exc:
         log.debug(
             "%s %s: its body did not arrive whole (%s)",
             request.method,

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web import RequestPayloadError
 
 from okuri.access_log import ACCESS, OFF
 from okuri.server.malformed import describe
@@ -87,10 +88,14 @@ class JsonLines(logging.Formatter):
 
 class MalformedRequests(logging.Filter):
     """aiohttp's record of a request it could not parse, as one INFO line (DEBUG stays DEBUG)
-    naming the client and the kind of mistake, never the request's bytes."""
+    naming the client and the kind of mistake, never the request's bytes. That includes a
+    body it could not decode (a bad chunk, a bad gzip), which aiohttp reports as an "Unhandled
+    exception" when it drains the body after the handler has answered."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError):  # a body aiohttp read after the handler
+            exc = exc.__cause__
         if isinstance(exc, HttpProcessingError):
             client = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
             record.msg = "refused a malformed HTTP request from %s (400): %s"

@@ -278,7 +278,7 @@ async def _read_body(request: web.Request, request_id: str) -> bytes:
         return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise SqsError("RequestEntityTooLarge", "The request body is too large.", 413) from None
-    except (ConnectionResetError, HttpProcessingError) as exc:
+    except (ConnectionResetError, web.RequestPayloadError, HttpProcessingError) as exc:
         log.debug("request %s: its body did not arrive whole (%s)", request_id, type(exc).__name__)
         raise SqsError("IncompleteBody", "The request body did not arrive whole.") from None
 

@@ -14,9 +14,11 @@ from aiohttp.http_exceptions import (
     BadHttpMessage,
     BadHttpMethod,
     BadStatusLine,
+    ContentEncodingError,
     InvalidHeader,
     LineTooLong,
 )
+from aiohttp.web import RequestPayloadError
 
 from okuri import access_log
 from okuri.server import logs
@@ -183,3 +185,18 @@ def test_the_parsers_own_reason_is_kept_only_when_it_is_plain_words() -> None:
     assert describe(BadHttpMethod(error="Received HTTPS traffic on an HTTP port")) == (
         "TLS sent to a plain HTTP port"
     )
+
+
+def test_a_body_aiohttp_drains_after_the_answer_is_one_line_not_a_traceback() -> None:
+    """A body that does not decode (bad gzip, bad chunk) fails again when aiohttp drains it
+    after the handler's 400, as an "Unhandled exception" at ERROR; it is the same mistake."""
+    cause = ContentEncodingError("Can not decode content-encoding: gzip")
+    exc = RequestPayloadError(str(cause))
+    exc.__cause__ = cause
+    record = logging.LogRecord(
+        "aiohttp.server", logging.ERROR, __file__, 1, "Unhandled exception", (),
+        (type(exc), exc, None),
+    )  # fmt: skip
+    assert logs.MalformedRequests().filter(record)
+    assert record.levelno == logging.INFO and record.exc_info is None
+    assert "Content-Encoding" in record.getMessage()
