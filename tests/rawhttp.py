@@ -29,22 +29,24 @@ def address(server: ServerProcess) -> tuple[str, int]:
     return host, int(port)
 
 
-def exchange(server: ServerProcess, data: bytes, *, hang_up: bool = False) -> bytes:
-    """Send `data` on a new connection and read until the server closes it (or `TIMEOUT_S`);
+def exchange(
+    server: ServerProcess, data: bytes, *, hang_up: bool = False, timeout_s: float = TIMEOUT_S
+) -> bytes:
+    """Send `data` on a new connection and read until the server closes it (or `timeout_s`);
     `hang_up`: close right after sending, as a client that gives up mid-request, and read
     nothing."""
-    with socket.create_connection(address(server), timeout=TIMEOUT_S) as sock:
+    with socket.create_connection(address(server), timeout=timeout_s) as sock:
         with contextlib.suppress(OSError):  # refused before it read it all: its answer counts
             sock.sendall(data)
         if hang_up:
             time.sleep(0.05)  # let the bytes reach the server before the close
             return b""
-        return read_until_closed(sock)
+        return read_until_closed(sock, timeout_s)
 
 
-def read_until_closed(sock: socket.socket) -> bytes:
+def read_until_closed(sock: socket.socket, timeout_s: float = TIMEOUT_S) -> bytes:
     out = b""
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             chunk = sock.recv(65536)
