@@ -31,6 +31,7 @@ from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
+from okuri.server import logs
 from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app, queue_lines
 from okuri.server.malformed import Runner
@@ -65,6 +66,9 @@ class Server:
         self.clock = clock or SystemClock()
         self._given_store = store
         self.node_id = node_id or self.clock.new_id()[:8]
+        # A request aiohttp cannot parse is one line naming its kind, never its bytes, in a
+        # program that embeds okuri and configures logging itself too (idempotent).
+        logs.install()
         self.counts = RequestCounts()
         self.health = Health(self.counts, self.clock)
         self.store: ObjectStore | None = None

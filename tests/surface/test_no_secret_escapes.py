@@ -12,12 +12,17 @@ access lines, which quote each request line (a presigned URL's X-Amz-Signature w
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
 
 from okuri.api.v1 import queue_service_pb2 as pb
+from okuri.server.app import Server
+from okuri.server.settings import Settings
 from tests import rawhttp
 from tests.rawhttp import PREFACE, exchange, presigned, request, signed
 from tests.servers import SQS_KEY, ServerProcess, role_keys, start_server
@@ -178,3 +183,31 @@ def test_a_presigned_request_is_logged_without_its_signature(server: ServerProce
     else:
         assert not lines, lines
         assert '"action":"ListQueues"' in server.log
+
+
+async def test_a_program_embedding_okuri_logs_and_answers_a_malformed_request_by_its_kind(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedded server's logging is the host program's, not okuri serve's: the listener's
+    answer and aiohttp's record still carry the kind of mistake, not the request."""
+    # As a fresh program: no filter left on aiohttp's logger by an earlier test in this process.
+    monkeypatch.setattr(logging.getLogger("aiohttp.server"), "filters", [])
+    settings = {
+        "OKURI_LISTEN": "127.0.0.1:0",
+        "OKURI_HEALTH_LISTEN": "127.0.0.1:0",
+        "OKURI_DATA_DIR": str(tmp_path / "data"),
+        "OKURI_ADMIN_KEY": KEY,
+    }
+    server = Server(Settings.load(settings))
+    await server.start()
+    try:
+        host, port = server.urls[0].removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(f"GET /v1/queues HTTP/1.1\nHost: x\nAuthorization: Bearer {KEY}\n\n".encode())
+        answer = await asyncio.wait_for(reader.read(), rawhttp.TIMEOUT_S)
+        writer.close()
+    finally:
+        assert await server.stop() is True
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request") and KEY.encode() not in answer
+    refusals = [r for r in caplog.records if r.name == "aiohttp.server"]
+    assert refusals and all(KEY not in r.getMessage() and not r.exc_info for r in refusals)
