@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+from okuri.digits import whole_number
 from okuri.errors import ReceiptHandleInvalid
 
 PREFIX = "okr2"
@@ -48,9 +49,9 @@ class Receipt:
                 epoch, queue, inc, seq, idx = fields
             else:
                 queue, inc, seq, idx, epoch = fields
-            receipt = Receipt(queue, inc, int(seq), int(idx), int(epoch))
         except (ValueError, UnicodeDecodeError) as err:
             raise ReceiptHandleInvalid("The input receipt handle is invalid.") from err
-        if receipt.seq < 0 or receipt.idx < 0 or receipt.epoch < 1:
+        seq_n, idx_n, epoch_n = whole_number(seq), whole_number(idx), whole_number(epoch)
+        if seq_n is None or idx_n is None or epoch_n is None or epoch_n < 1:
             raise ReceiptHandleInvalid("The input receipt handle is invalid.")
-        return receipt
+        return Receipt(queue, inc, seq_n, idx_n, epoch_n)

@@ -78,7 +78,7 @@ async def read_body(
                 "timed_out",
             ) from None
         except Exception as err:  # the transport's own: the client went away or broke framing
-            raise BodyUnread("The client stopped sending the request body.", "incomplete") from err
+            raise BodyUnread("The request body did not arrive whole.", "incomplete") from err
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)

@@ -21,6 +21,7 @@ from aiohttp import web
 from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
+from okuri.digits import whole_number
 from okuri.engine import Engine, Gate, Ticket, read_body
 from okuri.errors import BodyUnread, OkuriError
 from okuri.native import bearer, codec, openapi, routes
@@ -94,9 +95,7 @@ class NativeHttp:
                     ticket = self.gate.enter("request", request.content_length)
                 body = await self._run(route, queue, access, request, entry)
             self.stats.count(operation, "ok")
-            return web.Response(
-                status=200, body=codec.dumps(body), content_type=JSON, headers=ids
-            )
+            return web.Response(status=200, body=codec.dumps(body), content_type=JSON, headers=ids)
         except Exception as exc:
             if isinstance(exc, NativeError):
                 err = exc
@@ -179,8 +178,9 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
         return doc  # the operation names the unknown field first
     for name, value in query.items():
         if types.get(name) == "integer":
-            if not value.isdigit():
+            number = whole_number(value)
+            if number is None:
                 raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
-            doc[name] = int(value)
+            doc[name] = number
     return doc
 

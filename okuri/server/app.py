@@ -31,8 +31,10 @@ from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
+from okuri.server import logs
 from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app, queue_lines
+from okuri.server.malformed import Runner
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
 from okuri.server.regions import Regions
@@ -65,6 +67,9 @@ class Server:
         self.clock = clock or SystemClock()
         self._given_store = store
         self.node_id = node_id or self.clock.new_id()[:8]
+        # A request aiohttp cannot parse is one line naming its kind, never its bytes, in a
+        # program that embeds okuri and configures logging itself too (idempotent).
+        logs.install()
         self.counts = RequestCounts()
         self.health = Health(self.counts, self.clock)
         self.store: ObjectStore | None = None
@@ -72,7 +77,7 @@ class Server:
         # aiohttp's own access lines in text mode at debug; JSON lines have okuri's access records.
         text_debug = settings.log_level == "debug" and settings.log_format == "text"
         access_log = log if text_debug else None
-        self._health_runner = web.AppRunner(
+        self._health_runner = Runner(
             health_app(self.health),
             access_log=access_log,
             shutdown_timeout=limits.health_shutdown_s,
@@ -114,7 +119,7 @@ class Server:
         # After an answer given before its body was read (a refusal, a body that stopped
         # arriving), aiohttp reads and drops the rest before it closes, for this long at most:
         # a read like any other, so it has the read timeout too.
-        self._main_runner = web.AppRunner(
+        self._main_runner = Runner(
             main,
             access_log=access_log,
             shutdown_timeout=limits.shutdown_grace_s,

@@ -12,23 +12,48 @@ aiohttp answers a request it cannot parse (a header that is not a number where o
 request line it does not know) with 400 and logs the parser's exception with its traceback at
 ERROR. That is the client's mistake, answered as it should be, and a traceback in the log reads
 as a server fault; the filter turns such a record into one INFO line naming the client and
-what was wrong. Every other record passes unchanged.
+what kind of mistake it was (okuri.server.malformed's words: the parser's own message quotes
+the request, Authorization header and all).
+
+No key, secret or signature is ever written. Nothing okuri logs holds one by design (a key
+*id* at most); as a second line of defence every record is redacted on its way out: a
+credential-shaped span (an Authorization header's value, `Bearer <key>`, a SigV4 or presigned
+URL's signature, a session token, a peer signature) becomes `[redacted]`, in the message and in
+a traceback's text alike. aiohttp's own access lines (text mode at debug) quote each request
+line, a presigned URL's X-Amz-Signature with it; they pass through the same redaction.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
 
 import orjson
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web import RequestPayloadError
 
 from okuri.access_log import ACCESS, OFF
+from okuri.server.malformed import describe
 
 AIOHTTP_SERVER = "aiohttp.server"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+REDACTED = "[redacted]"
+# Credential-shaped spans: what precedes the secret (kept, so the line still says what was
+# there), then the secret up to the next separator a header, URL or repr() would put after it.
+_CREDENTIALS = re.compile(
+    r"((?:authorization|x-okuri-peer-signature|x-amz-security-token)\s*[:=]\s*)[^\r\n]+"
+    r"|(bearer\s+)[^\s'\"\\,;&]+"
+    r"|((?:x-amz-signature|x-amz-security-token|signature)\s*=\s*)[^\s'\"\\,;&]+",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str) -> str:
+    """`text` with every credential-shaped span's secret replaced by `[redacted]`."""
+    return _CREDENTIALS.sub(lambda m: (m[1] or m[2] or m[3]) + REDACTED, text)
 
 
 def rfc3339(created_s: float) -> str:
@@ -57,23 +82,49 @@ class JsonLines(logging.Formatter):
         if isinstance(access, dict):
             doc.update(access)
         if record.exc_info:
-            doc["error"] = self.formatException(record.exc_info)
+            doc["error"] = record.exc_text or self.formatException(record.exc_info)
         return orjson.dumps(doc, default=str).decode()
 
 
 class MalformedRequests(logging.Filter):
+    """aiohttp's record of a request it could not parse, as one INFO line (DEBUG stays DEBUG)
+    naming the client and the kind of mistake, never the request's bytes. That includes a
+    body it could not decode (a bad chunk, a bad gzip), which aiohttp reports as an "Unhandled
+    exception" when it drains the body after the handler has answered."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, RequestPayloadError):  # a body aiohttp read after the handler
+            exc = exc.__cause__
         if isinstance(exc, HttpProcessingError):
             client = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
-            reason = " ".join(str(exc.message).split())[:200]
-            record.msg, record.args = "refused a malformed HTTP request from %s (400): %s", (
-                client,
-                reason,
-            )
-            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = "refused a malformed HTTP request from %s (400): %s"
+            record.args = (client, describe(exc))
+            if record.levelno > logging.INFO:
+                record.levelno, record.levelname = logging.INFO, "INFO"
             record.exc_info, record.exc_text = None, None
         return True
+
+
+class Redact(logging.Filter):
+    """Every record's credential-shaped spans redacted (`redact`), in its message and its
+    traceback, before any formatter sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = _TRACEBACKS.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+_TRACEBACKS = logging.Formatter()
 
 
 def configure(level: str, log_format: str, node: str) -> None:
@@ -86,6 +137,7 @@ def configure(level: str, log_format: str, node: str) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
         ACCESS.setLevel(OFF)  # text mode writes no access records, as it never did
+    handler.addFilter(Redact())
     logging.basicConfig(level=level.upper(), handlers=[handler])
     install()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from okuri.digits import whole_number
 from okuri.sqs.errors import SqsError, invalid
 from okuri.sqs.shapes import ACTIONS, integer
 
@@ -120,9 +121,10 @@ def _ordered(node: Any, name: str) -> list[Any]:
         raise invalid(f"The parameter {name} must be given as {name}.N.")
     items: list[tuple[int, Any]] = []
     for index, value in node.items():
-        if not index.isdigit() or int(index) < 1:
+        number = whole_number(index)
+        if number is None or number < 1:
             raise invalid(f"The parameter {name}.{index[:20]} has an invalid index.")
-        items.append((int(index), value))
+        items.append((number, value))
     return [value for _, value in sorted(items)]
 
 
@@ -130,12 +132,12 @@ def _scalar(name: str, value: Any) -> Any:
     if isinstance(value, dict):
         raise invalid(f"Unknown parameter {name}.{next(iter(value))[:100]}.")
     if name in INTEGERS:
-        try:
-            return int(value)
-        except ValueError:
+        number = whole_number(value, signed=True)
+        if number is None:
             raise invalid(
                 f"Value {value[:100]} for parameter {name} is invalid. Reason: must be an integer."
-            ) from None
+            )
+        return number
     return value
 
 

@@ -33,12 +33,12 @@ What maps where:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from okuri import limits
+from okuri.digits import whole_number
 from okuri.engine import (  # QUEUE_NAME: fullmatch ("$" admits "\n")
     FIFO_SETTINGS,
     QUEUE_NAME,
@@ -129,7 +129,6 @@ POLICY_TOO_LARGE = "Submitted policy is over max allowed size."
 tag_key_chars_max = 128
 tag_value_chars_max = 256
 
-_INTEGER = re.compile(r"-?[0-9]{1,19}")
 _SSE_CONFLICT = (
     "You can use one type of server-side encryption (SSE) at one time. "
     "You can either enable KMS SSE or SQS SSE."
@@ -199,10 +198,8 @@ def validate_tags(
 
 def _parse_integer(name: str, raw: str) -> int:
     lowest, highest = _INTEGER_ATTRIBUTES[name][1:]
-    if not _INTEGER.fullmatch(raw):
-        raise _bad_value(name)
-    value = int(raw)
-    if not lowest <= value <= highest:
+    value = whole_number(raw, signed=True)
+    if value is None or not lowest <= value <= highest:
         raise _bad_value(name)
     return value
 
@@ -319,12 +316,13 @@ def parse_queue_attributes(
             else:
                 extra[name] = raw
         elif name == "KmsDataKeyReusePeriodSeconds":
-            if not _INTEGER.fullmatch(raw) or not kms_reuse_s_min <= int(raw) <= kms_reuse_s_max:
+            reuse_s = whole_number(raw, signed=True)
+            if reuse_s is None or not kms_reuse_s_min <= reuse_s <= kms_reuse_s_max:
                 raise _bad_value(name)
-            if int(raw) == kms_reuse_s_default:
+            if reuse_s == kms_reuse_s_default:
                 extra.pop(name, None)
             else:
-                extra[name] = str(int(raw))
+                extra[name] = str(reuse_s)
         elif name == "SqsManagedSseEnabled":
             extra[name] = _parse_boolean(name, raw)
     if fifo_setting(extra, "FifoThroughputLimit") == "perMessageGroupId" and (

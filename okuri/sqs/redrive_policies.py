@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from okuri import limits
+from okuri.digits import whole_number
 from okuri.sqs.messages import SqsInputError
 
 redrive_allow_source_arns_max = 10
@@ -74,8 +75,8 @@ def parse_redrive_policy(raw: str) -> RedrivePolicy | None:
     if found is None:
         raise policy_error("RedrivePolicy", raw, "Invalid value for deadLetterTargetArn.")
     count = policy["maxReceiveCount"]
-    if isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 19:
-        count = int(count)
+    if isinstance(count, str):
+        count = whole_number(count)
     if (
         isinstance(count, bool)
         or not isinstance(count, int)

@@ -15,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Final
 
+from okuri.digits import whole_number
 from okuri.sqs.sigv4_errors import (
     ECHO_CHARS_MAX,
     EXPIRED_CODE,
@@ -45,7 +46,7 @@ QUERY_AUTH_REQUIRED: Final = (
     "X-Amz-Signature",
 )
 _ISO_BASIC = "%Y%m%dT%H%M%SZ"
-_ISO_BASIC_RE = re.compile(r"\d{8}T\d{6}Z")
+_ISO_BASIC_RE = re.compile(r"[0-9]{8}T[0-9]{6}Z")
 _SIGNATURE_RE = re.compile(r"[0-9a-f]{64}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -129,9 +130,9 @@ def query_claim(params: Mapping[str, str], service: str) -> Claim:
     if params["X-Amz-Algorithm"] != ALGORITHM:
         raise incomplete(f"Unsupported AWS 'algorithm': '{echo(params['X-Amz-Algorithm'])}'.")
     expires = params["X-Amz-Expires"]
-    if not (expires.isascii() and expires.isdigit() and len(expires) <= 7):
+    expires_s = whole_number(expires, digits_max=7)
+    if expires_s is None:
         raise incomplete(f"X-Amz-Expires must be a whole number of seconds, not '{echo(expires)}'.")
-    expires_s = int(expires)
     if not 1 <= expires_s <= presign_expires_s_max:
         raise incomplete(
             f"X-Amz-Expires must be between 1 and {presign_expires_s_max} seconds, not {expires_s}."

@@ -372,6 +372,9 @@ def _handle2(raw: bytes) -> str:
         pytest.param(_handle(b"q\ninc\n0\n-1\n1"), id="negative-idx"),
         pytest.param(_handle(b"q\ninc\n0\n0\n0"), id="epoch-zero"),
         pytest.param(_handle(b"q\ninc\n0\n0\n-4"), id="negative-epoch"),
+        pytest.param(_handle("q\ninc\n\u0661\n0\n1".encode()), id="arabic-indic-seq"),
+        pytest.param(_handle(b"q\ninc\n 1\n0\n1"), id="spaced-seq"),
+        pytest.param(_handle(b"q\ninc\n0\n1_0\n1"), id="underscored-idx"),
         pytest.param("okr1" + "A" * 1100, id="too-long"),
     ],
 )

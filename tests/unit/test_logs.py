@@ -10,9 +10,19 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from aiohttp.http_exceptions import (
+    BadHttpMessage,
+    BadHttpMethod,
+    BadStatusLine,
+    ContentEncodingError,
+    InvalidHeader,
+    LineTooLong,
+)
+from aiohttp.web import RequestPayloadError
 
 from okuri import access_log
 from okuri.server import logs
+from okuri.server.malformed import describe
 
 
 @pytest.fixture
@@ -96,3 +106,97 @@ def test_the_access_log_is_off_until_json_lines_turn_it_on(access_level: None) -
 )  # fmt: skip
 def test_a_client_request_id_is_kept_only_when_plain(sent: str | None, kept: str) -> None:
     assert access_log.client_request_id(sent) == kept
+
+
+# --- no credential reaches a line ------------------------------------------------------------
+
+SECRET = "s3cr3tKEY0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (f"Authorization: Bearer {SECRET}", "Authorization: [redacted]"),
+        (f"b'GET / HTTP/1.1\\nAuthorization: Bearer {SECRET}\\n\\n'", "Authorization: [redacted]"),
+        (f"header was 'bearer {SECRET}'", "bearer [redacted]'"),
+        (f"Credential=AKID/x, SignedHeaders=host, Signature={SECRET}", "Signature=[redacted]"),
+        (f'"GET /?Action=ListQueues&X-Amz-Signature={SECRET}&X=1 HTTP/1.1" 200',
+         "/?Action=ListQueues&X-Amz-Signature=[redacted]&X=1 HTTP/1.1"),
+        (f"X-Amz-Security-Token={SECRET}", "X-Amz-Security-Token=[redacted]"),
+        (f"X-Okuri-Peer-Signature: 17:{SECRET}", "X-Okuri-Peer-Signature: [redacted]"),
+    ],
+)  # fmt: skip
+def test_credential_shaped_spans_are_redacted(text: str, kept: str) -> None:
+    redacted = logs.redact(text)
+    assert SECRET not in redacted
+    assert kept in redacted
+
+
+def test_a_line_with_no_credential_is_left_as_it_is() -> None:
+    text = "okuri 0.0.1 serving SQS on http://127.0.0.1:9324; 3 keys (admin-key, ci-producer)"
+    assert logs.redact(text) == text
+
+
+def test_the_redacting_filter_cleans_the_message_its_arguments_and_the_traceback() -> None:
+    try:
+        raise ValueError(f"parsing 'Authorization: Bearer {SECRET}'")
+    except ValueError:
+        record = logging.LogRecord(
+            "aiohttp.access",
+            logging.INFO,
+            __file__,
+            1,
+            "%s %s",
+            ("GET", f"/?X-Amz-Signature={SECRET}"),
+            sys.exc_info(),
+        )
+    assert logs.Redact().filter(record)
+    for formatter in (logging.Formatter(logs.TEXT_FORMAT), logs.JsonLines("n")):
+        line = formatter.format(record)
+        assert SECRET not in line and "[redacted]" in line and "ValueError" in line
+
+
+def test_a_parse_error_is_logged_by_its_kind_never_by_its_bytes() -> None:
+    """aiohttp's parser quotes the request in its message (Authorization included); the line
+    names the client and the kind of mistake only, at INFO, without a traceback."""
+    for exc in (
+        BadStatusLine(
+            error=f"Bad status line:\n  Expected CRLF:\n\n  b'Authorization: Bearer {SECRET}'"
+        ),
+        InvalidHeader(f"Bearer {SECRET}\x01".encode()),
+        LineTooLong(f"Authorization: Bearer {SECRET}"[:100].encode(), 8190),
+    ):
+        record = logging.LogRecord(
+            "aiohttp.server", logging.ERROR, __file__, 1, "Error handling request from %s",
+            ("10.0.0.7",), (type(exc), exc, None),
+        )  # fmt: skip
+        assert logs.MalformedRequests().filter(record)
+        assert record.levelno == logging.INFO and record.exc_info is None
+        message = record.getMessage()
+        assert message.startswith("refused a malformed HTTP request from 10.0.0.7 (400): a ")
+        assert SECRET not in message and "Bearer" not in message
+
+
+def test_the_parsers_own_reason_is_kept_only_when_it_is_plain_words() -> None:
+    plain = BadHttpMessage(f"Invalid header value char:\n\n  b'Bearer {SECRET}\\x01'\n  ^")
+    assert describe(plain) == "a malformed request (Invalid header value char)"
+    quoting = BadHttpMessage(f"Duplicate 'Bearer {SECRET}' header found.")
+    assert describe(quoting) == "a malformed request"
+    assert describe(BadHttpMethod(error="Received HTTPS traffic on an HTTP port")) == (
+        "TLS sent to a plain HTTP port"
+    )
+
+
+def test_a_body_aiohttp_drains_after_the_answer_is_one_line_not_a_traceback() -> None:
+    """A body that does not decode (bad gzip, bad chunk) fails again when aiohttp drains it
+    after the handler's 400, as an "Unhandled exception" at ERROR; it is the same mistake."""
+    cause = ContentEncodingError("Can not decode content-encoding: gzip")
+    exc = RequestPayloadError(str(cause))
+    exc.__cause__ = cause
+    record = logging.LogRecord(
+        "aiohttp.server", logging.ERROR, __file__, 1, "Unhandled exception", (),
+        (type(exc), exc, None),
+    )  # fmt: skip
+    assert logs.MalformedRequests().filter(record)
+    assert record.levelno == logging.INFO and record.exc_info is None
+    assert "Content-Encoding" in record.getMessage()

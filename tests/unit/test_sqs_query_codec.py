@@ -102,6 +102,13 @@ def test_presigned_url_parameters_and_repeats() -> None:
         {"Attribute.1": "flat"},
         {"MaxResults": "many"},
         {"QueueUrl.x": "u"},
+        # Python's isdigit() is true of '²' and int() refuses 4,301 digits: both once a 500.
+        {"AttributeName.²": "All"},
+        {"AttributeName." + "1" * 5000: "All"},
+        {"MaxResults": "²"},
+        {"MaxResults": "1" * 5000},
+        {"MaxResults": " 5"},
+        {"MaxResults": "1_0"},
     ],
 )
 def test_malformed_parameters_are_invalid_parameter_values(pairs: dict[str, str]) -> None:
