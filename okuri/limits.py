@@ -158,6 +158,9 @@ read_timeout_s_default = 30
 read_timeout_s_max = 3_600
 body_s_max = 300.0
 lingering_s_max = 10.0  # aiohttp's default: reading what is left of a body answered early
+# An HTTP connection idle between requests is closed after this long (nginx's default; aiohttp's
+# own is an hour, a descriptor held that long by anyone who connects once).
+keepalive_s = 75.0
 # A TLS listener that cannot accept (out of descriptors) stops trying for this long.
 accept_pause_s = 1.0
 

@@ -65,7 +65,7 @@ def from_okuri(err: OkuriError) -> NativeError:
         return bad_request(str(err), "invalid_argument")
     if isinstance(err, BodyUnread):  # the client's body: too large, too slow, or cut short
         status, code = {"too_large": (413, "too_large"), "timed_out": (408, "request_timeout")}.get(
-            err.reason, (400, "incomplete_body")
+            err.reason, (400, "invalid_request")
         )
         return NativeError(status, code, str(err))
     if isinstance(err, QuotaExceeded):  # a bound the operator set: retrying does not help

@@ -124,6 +124,7 @@ class Server:
             access_log=access_log,
             shutdown_timeout=limits.shutdown_grace_s,
             lingering_time=min(limits.lingering_s_max, float(settings.read_timeout_s)),
+            keepalive_timeout=limits.keepalive_s,
         )
         self.grpc = GrpcBackend(
             self.health.readiness,
