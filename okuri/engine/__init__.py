@@ -52,7 +52,7 @@ from okuri.engine.admission import Admission, Bounds, Gate, Holding, Refused, Ti
 from okuri.engine.batching import caller
 from okuri.engine.engine import Engine
 from okuri.engine.exchanges import Routed
-from okuri.engine.intake import read_body, sender_of
+from okuri.engine.intake import BodyReader, read_body, sender_of
 from okuri.engine.peering import PeerClient, PeerRequestInvalid, PeerUnreachable
 from okuri.engine.quotas import Quotas
 from okuri.engine.types import Delivery, SendRequest, SendResult
@@ -71,6 +71,7 @@ __all__ = [
     "AckResult",
     "Admission",
     "Binding",
+    "BodyReader",
     "Bounds",
     "BrowsePage",
     "Counts",

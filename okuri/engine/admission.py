@@ -159,17 +159,6 @@ class Holding:
             self._held = False
             self._admission._uncharge(self._sender, self._nbytes)
 
-    def __enter__(self) -> Holding:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
 
 class Gate:
     """One surface's way in; what it sheds is counted under its name."""

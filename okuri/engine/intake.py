@@ -16,7 +16,8 @@ dribbles it holds its bytes for moments, not for ever. A client that goes away h
 `BodyUnread("incomplete")`: its own doing, answered (to nobody) without a server error.
 
 The read takes a `read_chunk` callable (aiohttp's `StreamReader.readany`: b"" at the end)
-rather than a request, so this stays free of HTTP and every surface shares it.
+rather than a request, so this stays free of HTTP and every surface shares it, each through a
+`BodyReader` holding its clock and deadlines.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Awaitable, Callable
 
+from okuri import limits
 from okuri.clock import Clock
 from okuri.engine.admission import Holding
 from okuri.errors import BodyUnread
@@ -87,3 +89,25 @@ async def read_body(
         if holding is not None:
             holding.charge(len(chunk))
         chunks.append(chunk)
+
+
+class BodyReader:
+    """`read_body` with one surface's clock and deadlines."""
+
+    __slots__ = ("clock", "pause_s", "total_s")
+
+    def __init__(self, clock: Clock, pause_s: float, total_s: float = limits.body_s_max) -> None:
+        self.clock = clock
+        self.pause_s = pause_s
+        self.total_s = total_s
+
+    async def read(
+        self,
+        read_chunk: ReadChunk,
+        declared: int | None,
+        bytes_max: int = limits.request_bytes_max,
+        holding: Holding | None = None,
+    ) -> bytes:
+        return await read_body(
+            read_chunk, declared, bytes_max, self.clock, self.pause_s, self.total_s, holding
+        )

@@ -22,7 +22,7 @@ from okuri import access_log, limits
 from okuri.api.operations import SPECS, Operation
 from okuri.clock import Clock
 from okuri.digits import whole_number
-from okuri.engine import Engine, Gate, Ticket, read_body
+from okuri.engine import BodyReader, Engine, Gate, Ticket
 from okuri.errors import BodyUnread, OkuriError
 from okuri.native import bearer, codec, openapi, routes
 from okuri.native.access import Access
@@ -56,7 +56,7 @@ class NativeHttp:
         self.clock = clock
         self.keys = keys
         self.gate = gate
-        self.read_timeout_s = read_timeout_s
+        self.bodies = BodyReader(clock, read_timeout_s)
         self.stats = stats or RequestStats()
 
     async def handle(self, request: web.Request) -> web.Response:
@@ -132,14 +132,7 @@ class NativeHttp:
         if _QUERIES[route]:
             doc = _query(_QUERIES[route], request.query)
         else:
-            raw = await read_body(
-                request.content.readany,
-                request.content_length,
-                limits.request_bytes_max,
-                self.clock,
-                self.read_timeout_s,
-                limits.body_s_max,
-            )
+            raw = await self.bodies.read(request.content.readany, request.content_length)
             doc = codec.parse_body(raw)
             if route == "create_queue" and isinstance(doc.get("name"), str):
                 entry.queue = doc["name"]  # named in the body, not the path

@@ -30,7 +30,7 @@ from aiohttp import web
 
 from okuri import limits
 from okuri.clock import Clock, SystemClock, new_secret
-from okuri.engine import Engine, PeerRequestInvalid, PeerUnreachable, read_body
+from okuri.engine import BodyReader, Engine, PeerRequestInvalid, PeerUnreachable
 from okuri.errors import BodyUnread, QueueDoesNotExist, Unavailable
 from okuri.server.settings import Address
 
@@ -83,8 +83,7 @@ class Peers:
         self._tls = tls
         self._session: aiohttp.ClientSession | None = None
         self._seen = Nonces(limits.peer_nonces_max)
-        self._clock = clock or SystemClock()
-        self._read_timeout_s = read_timeout_s
+        self._bodies = BodyReader(clock or SystemClock(), read_timeout_s)
 
     def _sign(self, stamp: str, nonce: str, scope: str, digest: str) -> str:
         msg = "\n".join([stamp, nonce, scope, digest]).encode()
@@ -135,13 +134,8 @@ class Peers:
         if refused is not None:
             return web.Response(status=403, text=refused)
         try:
-            body = await read_body(
-                request.content.readany,
-                request.content_length,
-                limits.peer_body_bytes_max,
-                self._clock,
-                self._read_timeout_s,
-                limits.body_s_max,
+            body = await self._bodies.read(
+                request.content.readany, request.content_length, limits.peer_body_bytes_max
             )
         except BodyUnread as err:
             status = {"too_large": 413, "timed_out": 408}.get(err.reason, 400)

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from okuri import __version__, access_log, limits
 from okuri.clock import Clock
-from okuri.engine import Gate, Holding, Refused, Ticket, read_body, sender_of
+from okuri.engine import BodyReader, Gate, Holding, Refused, Ticket, sender_of
 from okuri.errors import BodyUnread, OkuriError
 from okuri.principals.keys import KeyTable
 from okuri.principals.roles import Principal
@@ -89,7 +89,7 @@ class SqsHttp:
         self.regional = regional
         self.clock = clock
         self.keys = keys
-        self.read_timeout_s = read_timeout_s
+        self.bodies = BodyReader(clock, read_timeout_s)
         self.stats: dict[tuple[str, str], int] = {}
 
     def _count(self, action: str, outcome: str) -> None:
@@ -156,14 +156,8 @@ class SqsHttp:
             )
             if self.gate is not None:
                 holding = self.gate.hold_unverified(sender_of(request.remote))
-            body = await read_body(
-                request.content.readany,
-                request.content_length,
-                limits.request_bytes_max,
-                self.clock,
-                self.read_timeout_s,
-                limits.body_s_max,
-                holding,
+            body = await self.bodies.read(
+                request.content.readany, request.content_length, holding=holding
             )
             table = self.keys() if self.keys is not None else None
             principal = self._authenticate(request, body, table)

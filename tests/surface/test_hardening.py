@@ -24,16 +24,13 @@ import pytest
 
 from okuri.client import Client
 from okuri.server.peers import DIGEST, PATH, SCOPE, SIGNATURE, Peers
+from tests import rawhttp
+from tests.rawhttp import address, read_until_closed
 from tests.servers import SQS_SECRET, ServerProcess, start_server
 
 ADMIN = "hardening-admin-key-0123456789"
 MiB = 1024 * 1024
 DECLARED = 4 * MiB  # the largest body a request may have
-
-
-def address(server: ServerProcess) -> tuple[str, int]:
-    host, port = server.url.removeprefix("http://").rsplit(":", 1)
-    return host, int(port)
 
 
 @contextmanager
@@ -56,18 +53,8 @@ def head(path: str, length: int, extra: str = "") -> bytes:
 def answer(sock: socket.socket, timeout_s: float = 10) -> tuple[int, bytes]:
     """The status and everything the server sent until it closed (or `timeout_s` passed)."""
     sock.settimeout(timeout_s)
-    data = b""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            chunk = sock.recv(65536)
-        except (TimeoutError, ConnectionResetError):
-            break
-        if not chunk:
-            break
-        data += chunk
-    found = re.match(rb"HTTP/1\.1 (\d{3})", data)
-    return (int(found.group(1)) if found else 0), data
+    data = read_until_closed(sock, timeout_s)
+    return rawhttp.status(data), data
 
 
 def closed_within(sock: socket.socket, timeout_s: float) -> bool:

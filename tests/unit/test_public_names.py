@@ -71,6 +71,7 @@ PUBLIC: dict[str, list[str]] = {
         "AckResult",
         "Admission",
         "Binding",
+        "BodyReader",
         "Bounds",
         "BrowsePage",
         "Counts",
