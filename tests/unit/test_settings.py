@@ -365,3 +365,30 @@ def test_quotas_default_to_the_documented_bounds_and_are_checked() -> None:
     assert "OKURI_QUEUES_MAX='0': must be from 1" in load_error({"OKURI_QUEUES_MAX": "0"})
     assert "expected a whole number" in load_error({"OKURI_NAMESPACE_QUEUES_MAX": "many"})
     assert "must be from 1024 to" in load_error({"OKURI_QUEUE_ATTRIBUTES_BYTES_MAX": "100"})
+
+
+def test_what_unauthenticated_requests_may_hold_defaults_and_is_checked() -> None:
+    s = Settings.load({})
+    assert (s.unverified_bytes_max, s.sender_bytes_max, s.read_timeout_s) == (
+        limits.unverified_bytes_max_default,
+        limits.sender_bytes_max_default,
+        limits.read_timeout_s_default,
+    )
+    env = {
+        "OKURI_UNVERIFIED_BYTES_MAX": str(16 * 1024 * 1024),
+        "OKURI_SENDER_BYTES_MAX": str(16 * 1024 * 1024),  # behind a load balancer: equal
+        "OKURI_READ_TIMEOUT_S": "5",
+    }
+    s = Settings.load(env)
+    assert (s.unverified_bytes_max, s.sender_bytes_max, s.read_timeout_s) == (
+        16 * 1024 * 1024,
+        16 * 1024 * 1024,
+        5,
+    )
+    assert Settings.load({}, flags("--read-timeout-s", "9")).read_timeout_s == 9
+    assert "OKURI_READ_TIMEOUT_S='0': must be from 1" in load_error({"OKURI_READ_TIMEOUT_S": "0"})
+    assert f"from {limits.request_bytes_max}" in load_error({"OKURI_SENDER_BYTES_MAX": "1000"})
+    over = {"OKURI_UNVERIFIED_BYTES_MAX": str(8 * 1024 * 1024), "OKURI_SENDER_BYTES_MAX": str(
+        9 * 1024 * 1024
+    )}
+    assert "OKURI_UNVERIFIED_BYTES_MAX at most" in load_error(over)
