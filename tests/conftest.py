@@ -39,6 +39,11 @@ from tests.servers import (  # noqa: E402  (after the sys.path fix)
 # suites through it.
 pytest_plugins = ["pytester"]
 
+# The configuration of every users' suite pytester runs. pytest-asyncio is in okuri's test
+# toolchain, so it loads in those suites too, and warns in each run of a suite whose
+# configuration leaves its fixture loop scope unset; a user with pytest-asyncio sets it.
+USERS_INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
 S3_REGION = "us-east-1"
 S3_KEY_ID = "testing"
 S3_SECRET = "testing"
@@ -63,6 +68,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         timeout_s = TIER_TIMEOUT_S.get(item.path.relative_to(tests).parts[0])
         if timeout_s is not None:
             item.add_marker(pytest.mark.timeout(timeout_s))
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester, its suite configured as a user's would be (USERS_INI, in tox.ini): a test that
+    configures more adds its lines to that file."""
+    pytester.makeini(USERS_INI)
+    return pytester
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,13 @@ def test_the_celery_configuration_names_the_server(okuri_celery_config, okuri_se
 """
 
 
+def configure(pytester: pytest.Pytester, line: str) -> None:
+    """Add `line` to the suite's [pytest] configuration (tox.ini, tests/conftest.py's
+    USERS_INI)."""
+    ini = pytester.path / "tox.ini"
+    ini.write_text(ini.read_text().rstrip("\n") + "\n" + line + "\n")
+
+
 def test_a_user_suite_using_every_fixture_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_user=EVERY_FIXTURE)
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -147,7 +154,7 @@ def test_tests_marked_shared_see_each_others_queues_and_other_modules_do_not(
 
 
 def test_the_reset_can_be_turned_off_in_the_ini_file(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nokuri_reset = never\n")
+    configure(pytester, "okuri_reset = never")
     pytester.makepyfile(
         test_kept="""
         def test_1(okuri_sqs):
@@ -161,7 +168,7 @@ def test_the_reset_can_be_turned_off_in_the_ini_file(pytester: pytest.Pytester) 
 
 
 def test_an_unknown_reset_setting_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nokuri_reset = sometimes\n")
+    configure(pytester, "okuri_reset = sometimes")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*okuri_reset = 'sometimes': expected one of test, never*"])
@@ -246,6 +253,23 @@ def test_the_okuri_kombu_configuration_skips_saying_what_to_install_when_it_is_m
     )
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*okuri_kombu*pip install ./integrations/kombu*"])
+
+
+def test_a_users_suite_runs_without_a_configuration_warning(pytester: pytest.Pytester) -> None:
+    """Run in a process of its own, as a user runs it: its whole output is the user's. The
+    toolchain's pytest-asyncio warned in every such run while the suites' configuration left
+    its fixture loop scope unset."""
+    pytester.makepyfile(
+        test_quiet="""
+        def test_a_queue_listing(okuri_sqs):
+            assert okuri_sqs.list_queues().get("QueueUrls", []) == []
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=SUBPROCESS_TIMEOUT_S)
+    result.assert_outcomes(passed=1, warnings=0)
+    output = result.stdout.str() + result.stderr.str()
+    assert '"asyncio_default_fixture_loop_scope" is unset' not in output, output
+    assert "Warning" not in output, output
 
 
 def test_the_plugin_is_found_through_its_entry_point(pytester: pytest.Pytester) -> None:
