@@ -4,9 +4,10 @@
 each with its content type and a Content-Security-Policy that allows only these files and
 fetches to this origin (no inline script, no frames, no other origin). /console/api/history
 (the get_queue role on the queue) and /console/api/keys (admin keys only) check the bearer key
-as the native API does and answer its errors. They are console routes, not native API
-operations: the history is one node's memory, not the queue's, and would mislead a client of
-the API behind a load balancer; the key table is the server's configuration, not a queue's.
+as the native API does (the development key from this machine only) and answer its errors.
+They are console routes, not native API operations: the history is one node's memory, not
+the queue's, and would mislead a client of the API behind a load balancer; the key table is
+the server's configuration, not a queue's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from okuri.console.history import History
 from okuri.native import bearer, codec
 from okuri.native.access import Access
 from okuri.native.errors import NativeError
+from okuri.native.http import credentials
 from okuri.principals.keys import KeyTable
 
 PREFIX = "/console"
@@ -77,7 +79,7 @@ class Console:
     def _api(self, tail: str, request: web.Request) -> dict[str, Any] | None:
         if tail not in ("/api/history", "/api/keys"):
             return None
-        access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
+        access = Access(bearer.principal(self.keys, *credentials(request)))
         if tail == "/api/keys":
             if access.principal.role != "admin":
                 raise NativeError(403, "forbidden", "Only an admin key may list the keys.")

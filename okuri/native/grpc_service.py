@@ -1,11 +1,13 @@
 """`okuri.api.v1.QueueService`: the native operations over gRPC.
 
-Each RPC reads its bearer key from the `authorization` metadata, reads the request into the
-document its HTTP twin parses to (`grpc_shapes`, through the API's one converter), runs the
-same operation (okuri/native/operations.py), and writes the answer back. The RPCs are the API's
-table of operations (okuri/api/operations.py), one generic handler each. A refusal is the HTTP
-answer's `NativeError`, mapped here to a gRPC status with the same message and the error's code
-in the trailing metadata `okuri-error-code`; nothing a client sends produces a traceback.
+Each RPC reads its bearer key from the `authorization` metadata (the development key only from
+a client on this machine: grpcio sees the main listener's splice, not the client, so the
+client's address comes from `remote`), reads the request into the document its HTTP twin
+parses to (`grpc_shapes`, through the API's one converter), runs the same operation
+(okuri/native/operations.py), and writes the answer back. The RPCs are the API's table of
+operations (okuri/api/operations.py), one generic handler each. A refusal is the HTTP answer's
+`NativeError`, mapped here to a gRPC status with the same message and the error's code in the
+trailing metadata `okuri-error-code`; nothing a client sends produces a traceback.
 
 The status table, and why:
 - 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND;
@@ -30,10 +32,12 @@ Request bytes that do not parse as the RPC's message are answered INVALID_ARGUME
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -50,6 +54,7 @@ from okuri.native.access import Access
 from okuri.native.errors import NativeError, bad_request, from_okuri
 from okuri.native.operations import Operations
 from okuri.native.stats import RequestStats
+from okuri.principals.local import is_local
 
 log = logging.getLogger("okuri.native")
 
@@ -97,6 +102,18 @@ class Garbled:
 
 
 Rpc = Callable[[Access, Message], Awaitable[Message]]
+# A call's client address from grpcio's name for its peer (None: unknown, never local).
+Remote = Callable[[str], str | None]
+
+
+def peer_address(peer: str) -> str | None:
+    """The address in grpcio's peer name of a TCP client (`ipv4:127.0.0.1:5000`,
+    `ipv6:[::1]:5000`, percent-encoded as grpcio writes it); None for any other peer."""
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return None
+    host = unquote(rest).rpartition(":")[0]
+    return host.strip("[]") or None
 
 
 def _reader(cls: type[Message]) -> Callable[[bytes], Message | Garbled]:
@@ -122,13 +139,17 @@ class QueueService:
         keys: bearer.Keys,
         gate: Gate | None = None,
         stats: RequestStats | None = None,
+        remote: Remote = peer_address,
     ) -> None:
         """`keys` as for the HTTP surface: the current key table, None with OKURI_AUTH=off.
         `gate` admits each call, and each lease that may wait (None: no bounds). `stats`
-        counts each call as the HTTP surface counts its requests, as transport "grpc"."""
+        counts each call as the HTTP surface counts its requests, as transport "grpc".
+        `remote` tells a call's client address from grpcio's peer name (by default a TCP
+        peer's own; behind the main listener, the splice's record of whom it leads)."""
         self.operations = Operations(engine, clock, gate)
         self.clock = clock
         self.keys = keys
+        self.remote = remote
         self.gate = gate
         self.stats = stats or RequestStats()
         self.rpcs: Mapping[str, Rpc] = {spec.rpc: self._rpc(spec) for spec in SPECS.values()}
@@ -171,7 +192,8 @@ class QueueService:
             nbytes = 0 if isinstance(request, Garbled) else request.ByteSize()
             try:
                 # Authenticated before it holds anything of the node's bounds.
-                access = Access(bearer.principal(self.keys, _authorization(context)))
+                local = functools.partial(self._local, context)
+                access = Access(bearer.principal(self.keys, _authorization(context), local))
                 entry.key_id = access.principal.key_id
                 with self.gate.enter("request", nbytes) if self.gate else contextlib.nullcontext():
                     if isinstance(request, Garbled):
@@ -193,6 +215,11 @@ class QueueService:
             await context.abort(status, err.message, trailing_metadata=(*trailers(err), *ids))
 
         return behaviour
+
+    def _local(self, context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+        """Whether the call comes from this machine: a loopback client, forwarding for nobody."""
+        names = (key for key, _ in context.invocation_metadata() or ())
+        return is_local(self.remote(context.peer()), names)
 
     def _log(
         self,

@@ -30,6 +30,7 @@ from okuri.native.errors import NativeError, from_okuri
 from okuri.native.operations import Operations
 from okuri.native.routes import Route
 from okuri.native.stats import UNKNOWN, RequestStats
+from okuri.principals.local import is_local
 
 log = logging.getLogger("okuri.native")
 
@@ -89,7 +90,7 @@ class NativeHttp:
             if route == "openapi":  # no key needed: it describes the API and holds no secret
                 body = openapi.DOCUMENT
             else:
-                access = Access(bearer.principal(self.keys, request.headers.get("Authorization")))
+                access = Access(bearer.principal(self.keys, *credentials(request)))
                 entry.key_id = access.principal.key_id
                 if self.gate is not None:  # authenticated: only now may it hold anything
                     ticket = self.gate.enter("request", request.content_length)
@@ -139,6 +140,12 @@ class NativeHttp:
         return await self.operations.run(route, access, target, doc)
 
 
+def credentials(request: web.Request) -> tuple[str | None, bearer.Local]:
+    """The request's Authorization header, and whether it comes from this machine (its peer
+    a loopback address, forwarding for nobody): what `bearer.principal` reads."""
+    return request.headers.get("Authorization"), lambda: is_local(request.remote, request.headers)
+
+
 def _route(request: web.Request) -> tuple[Route, str]:
     """The route `request` takes and the queue or exchange its path names ("" for none); 404
     when nothing is routed at its path, 405 naming the methods the path takes."""
@@ -176,4 +183,3 @@ def _query(types: Mapping[str, str], query: Mapping[str, str]) -> codec.Obj:
                 raise NativeError(400, "wrong_type", f"{name!r} must be a whole number.")
             doc[name] = number
     return doc
-

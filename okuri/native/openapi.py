@@ -29,7 +29,11 @@ _ERRORS: dict[str, tuple[str, str]] = {  # status -> (response name, what it mea
         "out_of_range, invalid_queue_name, invalid_exchange_name, invalid_argument, "
         "invalid_request.",
     ),
-    "401": ("Unauthorized", "No valid bearer key: missing_key, bad_key, no_keys_configured."),
+    "401": (
+        "Unauthorized",
+        "No valid bearer key: missing_key, bad_key, no_keys_configured, dev_key_not_local (the "
+        "published development key, from another machine).",
+    ),
     "403": ("Forbidden", "forbidden: the key's role, or its namespace, does not allow this."),
     "404": ("NotFound", "queue_not_found, exchange_not_found."),
     "409": (

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from okuri.principals.local import DEV_ADMIN_KEY, DEV_KEY_ID
 from okuri.principals.roles import NAMESPACE, ROLES, Principal, Role
 
 KEY_PREFIX = "okuri_"  # a native bearer key
@@ -156,18 +157,23 @@ def render_keys_file(keys: Iterable[KeyEntry]) -> bytes:
 
 class KeyTable:
     """The keys a node accepts: native bearer keys (the admin key from the environment and the
-    keys file's) and SQS access keys (the environment's pair, an admin of every queue, and the
-    keys file's)."""
+    keys file's, or else the published development key from loopback) and SQS access keys (the
+    environment's pair, an admin of every queue, and the keys file's)."""
 
     def __init__(
         self,
         admin_key: str | None,
         stored: Iterable[KeyEntry],
         admin_access: tuple[str, str] | None = None,
+        dev_key: bool = False,
     ) -> None:
-        """`admin_access`: the environment's (access key id, secret), an admin of every queue."""
+        """`admin_access`: the environment's (access key id, secret), an admin of every queue.
+        `dev_key`: the server was configured with no native key at all, so it accepts the
+        published development key (okuri.principals.local) from loopback clients; never while
+        the table holds a bearer key."""
         self._admin = hash_key(admin_key) if admin_key else None
         self._admin_access = admin_access
+        self._dev_key = dev_key
         self._stored: dict[str, StoredKey] = {}
         self._access: dict[str, AccessKey] = {}
         for entry in stored:
@@ -186,13 +192,22 @@ class KeyTable:
         return self._admin is None and not self._stored
 
     @property
+    def accepts_dev_key(self) -> bool:
+        """Whether the published development key is in force (for loopback clients only)."""
+        return self._dev_key and self.empty
+
+    def is_dev_key(self, key: str) -> bool:
+        """Whether `key` is the development key and this table accepts it (from loopback)."""
+        return self.accepts_dev_key and hmac.compare_digest(hash_key(key), _DEV_DIGEST)
+
+    @property
     def holds_access_keys(self) -> bool:
         """Whether the keys file gave SQS access keys (secrets)."""
         return bool(self._access)
 
     def with_stored(self, stored: Iterable[KeyEntry]) -> KeyTable:
         """This table's environment keys with another keys file's keys."""
-        table = KeyTable(None, stored, self._admin_access)
+        table = KeyTable(None, stored, self._admin_access, self._dev_key)
         table._admin = self._admin
         return table
 
@@ -201,6 +216,8 @@ class KeyTable:
         rows = []
         if self._admin is not None:
             rows.append(_row("admin-key", "bearer (environment)", "admin", ""))
+        if self.accepts_dev_key:
+            rows.append(_row(DEV_KEY_ID, "bearer (development, loopback only)", "admin", ""))
         rows += [_row(key_id_of(d), "bearer", k.role, k.namespace) for d, k in self._stored.items()]
         if self._admin_access is not None:
             rows.append(_row(self._admin_access[0], "sqs access key (environment)", "admin", ""))
@@ -232,6 +249,10 @@ class KeyTable:
         if found is None:
             return None
         return Principal(access_key_id, found.role, found.namespace)
+
+
+DEV_PRINCIPAL = Principal(DEV_KEY_ID, "admin", "")
+_DEV_DIGEST = hash_key(DEV_ADMIN_KEY)
 
 
 def _row(key_id: str, kind: str, role: str, namespace: str) -> dict[str, str]:

@@ -31,6 +31,7 @@ from okuri.native.http import PREFIX as NATIVE_PREFIX
 from okuri.native.http import NativeHttp
 from okuri.principals.keyfile import load_keys_file, loose_mode_warning
 from okuri.principals.keys import KeysFileInvalid, KeyTable
+from okuri.principals.local import DEV_ADMIN_KEY
 from okuri.server import logs
 from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.health import Health, admission_lines, health_app, queue_lines
@@ -106,13 +107,17 @@ class Server:
         main.router.add_route("POST", PEER_PATH, self._serve_peer)
         self.native: NativeHttp | None = None
         self.key_table = KeyTable(
-            settings.admin_key, [], (settings.access_key_id, settings.secret_access_key)
+            settings.admin_key,
+            [],
+            (settings.access_key_id, settings.secret_access_key),
+            dev_key=settings.uses_dev_admin_key,
         )
         main.router.add_route("*", NATIVE_PREFIX + "{tail:.*}", self._serve_native)
-        # The console only with a key to enter (otherwise /console is any unknown path).
+        # The console only with a key to enter, configured or the development key (otherwise
+        # /console is any unknown path).
         self.history = History(self._reading)
         self._sampler: Sampler | None = None
-        if settings.admin_key or settings.api_keys_file:
+        if settings.admin_key or settings.api_keys_file or settings.uses_dev_admin_key:
             keys = (lambda: self.key_table) if settings.auth else None
             Console(keys, self.history, self.clock).add_routes(main)
         main.router.add_route("*", "/{tail:.*}", self._serve_sqs)
@@ -282,6 +287,7 @@ class Server:
             native_keys,
             self.admission.gate("grpc"),
             self.native.stats,  # one metric family, by transport
+            self.grpc.client_address,  # grpcio sees the splice; the splice knows the client
         )
         try:
             await self.grpc.start({GRPC_SERVICE: service.handler()})
@@ -327,10 +333,30 @@ class Server:
                 "OKURI_ACCESS_KEY_ID and OKURI_SECRET_ACCESS_KEY before exposing this server",
                 settings.access_key_id,
             )
-        if settings.auth and self.key_table.empty:
+        if self.key_table.accepts_dev_key:
+            self._announce_dev_key()
+        elif settings.auth and self.key_table.empty:
             log.info(
-                "the native API (/v1/) refuses every request until a key is configured: set "
-                "OKURI_ADMIN_KEY or OKURI_API_KEYS_FILE"
+                "the native API (/v1/) refuses every request until a bearer key is configured: "
+                "the keys file %s holds none (`okuri keys create`)",
+                settings.api_keys_file,
+            )
+
+    def _announce_dev_key(self) -> None:
+        """Say that the published development key is in force, and that it is published: it
+        is the one key a log line may show."""
+        log.warning(
+            "no native API key is configured, so the native API (/v1/ and gRPC), the console "
+            "(/console) and `okuri queues` accept the published development admin key %r, from "
+            "this machine only (loopback clients, not through a proxy). It is no secret: set "
+            "OKURI_ADMIN_KEY or OKURI_API_KEYS_FILE for keys of your own, which turn it off",
+            DEV_ADMIN_KEY,
+        )
+        if not self.settings.listens_on_loopback:
+            log.warning(
+                "OKURI_LISTEN=%s takes connections from other hosts, which the development key "
+                "refuses (401 dev_key_not_local): configure a key for them",
+                self.settings.listen,
             )
 
     def engines(self) -> list[Engine]:

@@ -6,6 +6,13 @@ gRPC connection to it, byte for byte in both directions
 with flow control (a full write buffer on one side pauses reading on the other). HTTP/2 itself,
 keepalives and GOAWAY stay grpcio's business.
 
+grpcio sees each spliced connection come from this process, not from its client, so each
+splice binds its end of the private socket to a name of its own, and keeps, for as long as the
+connection lives, which client's address that name stands for: `client_address` answers the
+service, from grpcio's name for a call's peer (how the development key is kept to loopback
+clients, okuri.principals.local). A client cannot forge it: the name is the kernel's record
+of the socket this process bound, and only this process binds names it records.
+
 Beside `okuri.api.v1.QueueService` it serves reflection (so grpcurl and dynamic clients need
 no .proto) and `grpc.health.v1.Health` (`okuri.server.health_grpc`).
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import socket
 import sys
@@ -123,6 +131,9 @@ class GrpcBackend:
         self._health: HealthService | None = None
         self._pipes: set[_Pipe] = set()
         self._connecting: set[asyncio.Task[None]] = set()
+        # grpcio's peer name of each splice's end of the socket -> its client's address
+        self._clients: dict[str, str | None] = {}
+        self._spliced = 0
 
     async def start(self, services: dict[str, grpc.GenericRpcHandler]) -> None:
         """Serve `services` (full service name: handler) on a private unix socket."""
@@ -171,12 +182,17 @@ class GrpcBackend:
         self._connecting.add(task)
         task.add_done_callback(self._connecting.discard)
 
+    def client_address(self, peer: str) -> str | None:
+        """The address of the client whose connection a call came on, from grpcio's name for
+        the call's peer (a splice's end of the private socket); None for a peer no splice
+        bound (a process on this machine that reached the socket itself)."""
+        return self._clients.get(peer)
+
     def _ledger(self, client: asyncio.Transport) -> StreamLedger | None:
         gate = self.gate
         if gate is None:
             return None
-        peer = client.get_extra_info("peername")
-        sender = sender_of(peer[0] if isinstance(peer, tuple) and peer else None)
+        sender = sender_of(_address_of(client))
         ledger = StreamLedger(
             lambda: gate.hold_unverified(sender), client.close, asyncio.get_running_loop().time
         )
@@ -195,9 +211,21 @@ class GrpcBackend:
         ledger: StreamLedger | None,
     ) -> None:
         watch = None if ledger is None else ledger.from_server
+        end, peer = self._end()
+        self._clients[peer] = _address_of(client)
+
+        def lost() -> None:
+            self._clients.pop(peer, None)
+            if self._path:
+                with contextlib.suppress(OSError):
+                    os.unlink(end)
+
         try:
-            upstream = await self._open(lambda: _Pipe(client, self._pipes, watch))
-        except OSError as err:
+            upstream = await self._open(lambda: _Pipe(client, self._pipes, watch, lost), end)
+        except BaseException as err:
+            lost()
+            if not isinstance(err, OSError):
+                raise
             log.warning("a gRPC connection could not reach the gRPC server: %s", err)
             client.abort()
             return
@@ -208,15 +236,25 @@ class GrpcBackend:
         upstream.write(first)
         client.resume_reading()
 
-    async def _open(self, protocol: Callable[[], _Pipe]) -> asyncio.Transport:
+    def _end(self) -> tuple[str, str]:
+        """A new splice's end of the private socket: the address to bind it to, and grpcio's
+        name for a call's peer that comes through it."""
+        self._spliced += 1
+        if self._path:  # in the private directory, beside the server's socket
+            end = str(Path(self._path).parent / f"c{self._spliced}.sock")
+            return end, "unix:" + end
+        end = f"{self.name}-c{self._spliced}"
+        return "\0" + end, "unix-abstract:" + end
+
+    async def _open(self, protocol: Callable[[], _Pipe], end: str) -> asyncio.Transport:
+        """A connection to the gRPC server from a socket bound to `end`, so that grpcio names
+        its peer by it."""
         loop = asyncio.get_running_loop()
-        if self._path:
-            transport, _ = await loop.create_unix_connection(protocol, self._path)
-            return transport
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
-            await loop.sock_connect(sock, "\0" + self.name)
+            sock.bind(end)
+            await loop.sock_connect(sock, self._path or "\0" + self.name)
             transport, _ = await loop.create_unix_connection(protocol, sock=sock)
         except BaseException:
             sock.close()
@@ -242,3 +280,9 @@ class GrpcBackend:
             with contextlib.suppress(OSError):
                 shutil.rmtree(self._dir)
             self._dir = None
+
+
+def _address_of(client: asyncio.Transport) -> str | None:
+    """The client's IP address, as its socket reports it (None when it reports none)."""
+    peer = client.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from okuri import limits
 from okuri.engine import Quotas
+from okuri.principals.local import is_local_host
 from okuri.sqs.queue_urls import REGION
 
 # Local development only: the SQS surface accepts this pair unless told otherwise, so that
@@ -254,6 +255,17 @@ class Settings:
     @property
     def uses_dev_credentials(self) -> bool:
         return self.secret_access_key == DEV_SECRET_ACCESS_KEY
+
+    @property
+    def uses_dev_admin_key(self) -> bool:
+        """No native key configured at all, with authentication on: the published development
+        key (okuri.principals.local) opens the native API and the console to loopback clients."""
+        return self.auth and self.admin_key is None and self.api_keys_file is None
+
+    @property
+    def listens_on_loopback(self) -> bool:
+        """Whether the main listener is bound to loopback only."""
+        return is_local_host(self.listen.host)
 
     def describe_store(self) -> str:
         """The store in use, for the start-up log line; never includes a secret."""

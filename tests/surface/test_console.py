@@ -288,8 +288,11 @@ def test_console_reads_check_the_bearer_key_role_and_namespace(
     assert key not in json.dumps(doc)
 
 
-def test_console_is_an_unknown_path_without_a_key(tmp_path: Path) -> None:
-    proc = start_server(tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data")})
+def test_console_is_an_unknown_path_without_a_key_to_enter(tmp_path: Path) -> None:
+    """Authentication off and no key configured. (With nothing configured and authentication
+    on, the development key enters: tests/surface/test_dev_key.py.)"""
+    env = {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_AUTH": "off"}
+    proc = start_server(tmp_path, env)
     try:
         unknown = proc.request("GET", "/no-such-page")
         for path in ("/console", "/console/console.js", "/console/api/keys"):

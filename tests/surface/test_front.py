@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
+from okuri.principals.local import DEV_ADMIN_KEY
 from okuri.server.app import Server
 from okuri.server.front import PREFACE
 from okuri.server.grpc_backend import GrpcBackend
@@ -149,6 +151,45 @@ async def test_grpc_works_through_a_socket_file_where_there_is_no_abstract_names
     finally:
         assert await server.stop() is True
     assert not Path(socket_dir).exists()  # removed at stop
+
+
+@pytest.mark.parametrize("abstract", [True, False], ids=["abstract socket", "socket file"])
+async def test_the_splice_tells_grpc_which_client_each_connection_leads(
+    tmp_path: Path, abstract: bool
+) -> None:
+    """grpcio sees the splice, not the client: the splice's end of the private socket names
+    the client, for as long as its connection lives (the development key needs a loopback
+    client, okuri.principals.local)."""
+    server = Server(
+        Settings.load(
+            {
+                "OKURI_LISTEN": "127.0.0.1:0",
+                "OKURI_HEALTH_LISTEN": "127.0.0.1:0",
+                "OKURI_DATA_DIR": str(tmp_path / "data"),
+            }
+        )
+    )
+    name = f"okuri-grpc-test-{uuid.uuid4().hex}"
+    server.grpc = GrpcBackend(server.health.readiness, name, abstract=abstract)
+    await server.start()
+    try:
+        (url,) = server.urls
+        async with grpc.aio.insecure_channel(url.removeprefix("http://")) as ch:
+            metadata = (("authorization", f"Bearer {DEV_ADMIN_KEY}"),)
+            await pb_grpc.QueueServiceStub(ch).ListQueues(pb.ListQueuesRequest(), metadata=metadata)
+            (peer,) = server.grpc._clients
+            assert server.grpc.client_address(peer) == "127.0.0.1"
+            if not abstract:
+                assert peer.startswith("unix:") and Path(peer.removeprefix("unix:")).exists()
+        deadline = time.monotonic() + READ_S
+        while server.grpc._clients:  # forgotten once its connection is gone
+            assert time.monotonic() < deadline, server.grpc._clients
+            await asyncio.sleep(0.02)
+        assert server.grpc.client_address(peer) is None
+        if not abstract:
+            assert not Path(peer.removeprefix("unix:")).exists()
+    finally:
+        assert await server.stop() is True
 
 
 async def test_a_connection_that_says_nothing_is_closed_after_the_first_bytes_bound(

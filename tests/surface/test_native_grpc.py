@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
@@ -27,6 +28,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.api.v1 import queue_service_pb2_grpc as pb_grpc
+from okuri.principals.local import DEV_ADMIN_KEY
 from tests.grpc_calls import RPCS
 from tests.servers import Launch, RoleKeys, ServerProcess, keyed_server, role_keys
 
@@ -422,11 +424,20 @@ def test_a_missing_or_bad_key_is_unauthenticated_with_the_http_words(
     assert refused == (grpc.StatusCode.UNAUTHENTICATED, message, error_code)
 
 
-def test_without_keys_grpc_is_closed_and_auth_off_opens_it(launch: Launch) -> None:
-    closed = launch()
+def test_without_bearer_keys_grpc_is_closed_and_auth_off_opens_it(
+    launch: Launch, tmp_path: Path
+) -> None:
+    """A keys file of no bearer key: closed to every key, the development key too (a server
+    with nothing configured takes that one: tests/surface/test_dev_key.py)."""
+    empty = tmp_path / "keys.json"
+    empty.write_text('{"keys": []}')
+    closed = launch({"OKURI_API_KEYS_FILE": str(empty)})
     closed.wait_for("/readyz")
     with grpc.insecure_channel(target(closed)) as ch:
-        refused = refusal(lambda: pb_grpc.QueueServiceStub(ch).ListQueues(pb.ListQueuesRequest()))
+        stub = pb_grpc.QueueServiceStub(ch)
+        dev = refusal(lambda: stub.ListQueues(pb.ListQueuesRequest(), metadata=auth(DEV_ADMIN_KEY)))
+        assert dev.error_code == "no_keys_configured"
+        refused = refusal(lambda: stub.ListQueues(pb.ListQueuesRequest()))
     assert (refused.code, refused.error_code) == (
         grpc.StatusCode.UNAUTHENTICATED,
         "no_keys_configured",

@@ -24,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from okuri import limits
 from okuri.api.v1 import queue_service_pb2 as pb
 from okuri.principals.keyfile import create_key
+from okuri.principals.local import DEV_ADMIN_KEY
 from tests.servers import Response, RoleKeys, ServerProcess, keyed_server, role_keys, start_server
 
 ADMIN = "native-test-admin-key-0123456789"
@@ -408,15 +409,22 @@ def test_a_key_created_while_serving_works_after_sighup(server: ServerProcess, k
         time.sleep(0.05)
 
 
-def test_without_keys_the_api_is_closed_and_says_how_to_open_it(
+def test_with_a_keys_file_of_no_bearer_key_the_api_is_closed_and_says_how_to_open_it(
     tmp_path: Path,
 ) -> None:
-    closed = start_server(tmp_path, {"OKURI_DATA_DIR": str(tmp_path / "data")})
+    """Keys configured, none of them native: no bearer key opens it, the development key
+    neither (a server with nothing configured takes that one: tests/surface/test_dev_key.py)."""
+    empty = tmp_path / "keys.json"
+    empty.write_text('{"keys": []}')
+    env = {"OKURI_DATA_DIR": str(tmp_path / "data"), "OKURI_API_KEYS_FILE": str(empty)}
+    closed = start_server(tmp_path, env)
     try:
-        answer = call(closed, "GET", "/v1/queues", key=None)
-        assert error_code(answer, 401) == "no_keys_configured"
-        assert "OKURI_ADMIN_KEY" in json.loads(answer.body)["error"]["message"]
-        assert answer.headers.get("www-authenticate") == "Bearer"
+        for key in (None, DEV_ADMIN_KEY):
+            answer = call(closed, "GET", "/v1/queues", key=key)
+            assert error_code(answer, 401) == "no_keys_configured"
+            assert "OKURI_ADMIN_KEY" in json.loads(answer.body)["error"]["message"]
+            assert answer.headers.get("www-authenticate") == "Bearer"
+        assert "holds none" in closed.log and DEV_ADMIN_KEY not in closed.log
     finally:
         closed.terminate()
 
