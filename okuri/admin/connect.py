@@ -2,7 +2,10 @@
 
 The server's address comes from `--url`, else OKURI_URL, else the address `okuri serve`
 listens on by default; the key from `--key`, else OKURI_KEY, else OKURI_ADMIN_KEY (the admin
-key the server itself may be started with). Every error of okuri.client becomes one line on
+key the server itself may be started with), else, for a server on this machine, the published
+development key that a server with no key configured accepts from loopback
+(okuri.principals.local): so the README's commands run as written after `make serve`. Every
+error of okuri.client becomes one line on
 stderr and a non-zero exit, never a traceback: an operator reads what went wrong and where.
 """
 
@@ -13,6 +16,7 @@ import os
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from okuri.client import (
     NO_RETRIES,
@@ -23,6 +27,7 @@ from okuri.client import (
     OkuriClientError,
     TransportError,
 )
+from okuri.principals.local import DEV_ADMIN_KEY, is_local_host
 
 DEFAULT_URL = "http://127.0.0.1:8080"  # okuri serve's default listener (OKURI_LISTEN)
 URL_ENV = "OKURI_URL"
@@ -52,25 +57,50 @@ def add_arguments(parser: argparse.ArgumentParser, inner: bool = False) -> None:
         parser.add_argument(name, **kw)
 
     flag("--url", help=f"the okuri server (default ${URL_ENV}, else {DEFAULT_URL}); grpc:// works")
-    flag("--key", help="a native API bearer key (default $OKURI_KEY, else $OKURI_ADMIN_KEY)")
+    flag(
+        "--key",
+        help="a native API bearer key (default $OKURI_KEY, else $OKURI_ADMIN_KEY, else, for a "
+        "server on this machine, the development key a server with no key configured accepts)",
+    )
     flag("--json", action="store_true", help="print JSON, for scripts")
 
 
 def open_client(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> Client:
-    """A client of the server `args` and `env` name, with their key; Refused without a key.
+    """A client of the server `args` and `env` name, with their key, else the development key
+    for a server on this machine; Refused without a key for any other server.
     It does not retry: an operator sees a failure at once and runs the command again."""
     url = args.url or env.get(URL_ENV) or DEFAULT_URL
     key = args.key or next((env[k] for k in KEY_ENVS if env.get(k)), None)
-    if not key:
-        raise Refused("no key: pass --key or set OKURI_KEY (or OKURI_ADMIN_KEY)", USAGE)
     args.resolved_url = url
+    args.dev_key = not key
+    if not key:
+        if not is_local_host(_host(url)):
+            raise Refused(
+                "no key: pass --key or set OKURI_KEY (or OKURI_ADMIN_KEY); the development "
+                f"key is only for a server on this machine, and {url} is not",
+                USAGE,
+            )
+        key = DEV_ADMIN_KEY
     return Client(url, key, timeout_s=TIMEOUT_S, retries=NO_RETRIES)
 
 
-def explain(err: OkuriClientError, url: str, what: str) -> str:
-    """One line saying why a request about `what` (a queue, "the queues") failed."""
+def _host(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
+def explain(err: OkuriClientError, url: str, what: str, dev_key: bool = False) -> str:
+    """One line saying why a request about `what` (a queue, "the queues") failed; `dev_key`:
+    no key was given, so the development key was sent."""
     if isinstance(err, TransportError):
         return f"cannot reach okuri at {url}: {err}"
+    if isinstance(err, AuthError) and dev_key:
+        return (
+            f"the server at {url} refused the development key, sent because no key was given "
+            f"({err}): pass --key or set OKURI_KEY (or OKURI_ADMIN_KEY)"
+        )
     if isinstance(err, AuthError):
         return f"the server at {url} refused the key ({err})"
     if isinstance(err, ForbiddenError):

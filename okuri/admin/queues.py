@@ -101,7 +101,7 @@ def cli_main(argv: list[str]) -> int:
         report(str(err))
         return err.code
     except OkuriClientError as err:
-        report(explain(err, args.resolved_url, what))
+        report(explain(err, args.resolved_url, what, args.dev_key))
         return 1
     return 0
 

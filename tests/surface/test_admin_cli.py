@@ -191,8 +191,11 @@ def test_a_wrong_key_a_forbidden_one_and_none_are_one_line_each(
     denied = okuri("queues", "peek", name, "--key", keys.producer, url=server.url)
     assert denied.code == 1 and "(403 forbidden" in denied.err
     assert len(denied.err.splitlines()) == 1
-    none = okuri("queues", "list", url=server.url, key=None)
-    assert none.code == 2 and "no key" in none.err
+    none = okuri("queues", "list", url=server.url, key=None)  # the development key is sent
+    assert none.code == 1 and "refused the development key" in none.err
+    assert len(none.err.splitlines()) == 1
+    elsewhere = okuri("queues", "list", url="http://192.0.2.1:8080", key=None)  # never sent
+    assert elsewhere.code == 2 and "no key" in elsewhere.err
 
 
 def test_a_server_that_is_not_there(server: ServerProcess) -> None:
