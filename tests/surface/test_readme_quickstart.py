@@ -114,6 +114,14 @@ def test_readme_cli_quickstart_runs_unchanged_after_make_serve(clone: Clone) -> 
     assert "hello from okuri" in clone.run(block("quickstart-cli"))
 
 
+def test_readme_admin_lines_run_unchanged_after_make_serve(clone: Clone) -> None:
+    """With no key given: `make serve` takes the development key from this machine. Only the
+    address changes, by OKURI_URL (the README's server is on 127.0.0.1:8080)."""
+    out = clone.run(f"export OKURI_URL={clone.endpoint}\n" + block("quickstart-admin"))
+    listed = [line.split() for line in out.splitlines()]
+    assert ["readme-demo", "standard"] in listed and ["name", "readme-demo"] in listed, out
+
+
 def test_readme_boto3_quickstart_runs_unchanged_after_make_serve(clone: Clone) -> None:
     out = clone.run(f"python - <<'PY'\n{block('quickstart-boto3')}PY\n")
     assert out == "hello from boto3\n", out
