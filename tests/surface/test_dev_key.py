@@ -3,7 +3,7 @@ admin commands, the console and the native API on this machine: the published de
 works from loopback (127.0.0.1 and the rest of 127.0.0.0/8), over HTTP, gRPC (through the
 main listener's splice) and the console, and the README's admin lines run as written. Once a
 key is configured it is never accepted. (Refusals from other hosts are unit tests,
-tests/unit/test_dev_key.py: these servers take loopback traffic only.)"""
+tests/unit/test_dev_key_peers.py: these servers take loopback traffic only.)"""
 
 from __future__ import annotations
 
