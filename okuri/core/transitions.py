@@ -15,7 +15,7 @@ from typing import Literal
 from okuri import limits
 from okuri.core.ack_log_rules import prune_logs
 from okuri.core.expiry import touch_due, touched
-from okuri.core.lease_order import fifo_group_runs, longest_waiting
+from okuri.core.lease_order import fifo_group_runs, first_in_line
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
 # --- operations ------------------------------------------------------------------------------
@@ -384,7 +384,7 @@ def _slide_window(st: QueueState, now_ms: int, freed: list[int]) -> bool:
 def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
     if st.attrs.fifo:
         return _lease_fifo(st, now_ms, op, taken)
-    live, due = longest_waiting(st, now_ms, op.max_messages, taken)
+    live, due = first_in_line(st, now_ms, op.max_messages, taken)
     granted = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in live]
     dead = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in due]
     if op.log and granted:
