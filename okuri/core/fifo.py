@@ -1,6 +1,7 @@
 """The rules of a FIFO send that every surface shares: what group and deduplication ids may
 hold, the id content-based deduplication derives, the key duplicates match on, and the FIFO
-settings a queue keeps.
+settings a queue keeps (a changed DeduplicationScope is reported but, as on SQS, leaves the
+queue deduplicating as before).
 
 Pure, and here rather than in a surface so that the SQS and native surfaces cannot disagree: a
 native item and an SQS message with the same deduplication id on the same FIFO queue are
@@ -24,6 +25,11 @@ FIFO_SETTINGS: Mapping[str, tuple[tuple[str, ...], str]] = {
     "DeduplicationScope": (("queue", "messageGroup"), "queue"),
     "FifoThroughputLimit": (("perQueue", "perMessageGroupId"), "perQueue"),
 }
+
+# The deduplication scope a FIFO queue goes on deduplicating with once its DeduplicationScope
+# was changed (absent while the two agree): the scope it had before the change. Kept in `extra`
+# beside the settings; no surface shows it.
+DEDUP_SCOPE_IN_FORCE = "okuri:dedup-scope"
 
 # Where a FIFO message keeps its deduplication id as given (or derived from its body), so a
 # receive can show it; the engine's key may carry the group too (`dedup_key`).
@@ -51,9 +57,32 @@ def content_dedup_id(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+def dedup_scope(extra: Mapping[str, str]) -> str:
+    """The deduplication scope a queue with FIFO settings `extra` deduplicates with: the one
+    it was given when created, whatever DeduplicationScope has been changed to since
+    (`keep_dedup_scope`)."""
+    return extra.get(DEDUP_SCOPE_IN_FORCE) or fifo_setting(extra, "DeduplicationScope")
+
+
+def keep_dedup_scope(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """A FIFO queue's settings `new`, replacing `old`, with the deduplication scope in force
+    kept as it was.
+
+    SQS answers so (recorded): a queue changed from queue to messageGroup scope goes on
+    treating an id as a duplicate in another group, ids first sent after the change included,
+    and one changed the other way goes on letting an id out once per group. The new value is
+    stored and reported all the same. Keeping the scope also keeps every deduplication key of
+    the window comparable with the keys sent after the change."""
+    in_force = dedup_scope(old)
+    kept = {k: v for k, v in new.items() if k != DEDUP_SCOPE_IN_FORCE}
+    if fifo_setting(new, "DeduplicationScope") != in_force:
+        kept[DEDUP_SCOPE_IN_FORCE] = in_force
+    return kept
+
+
 def dedup_key(extra: Mapping[str, str], group: str, dedup_id: str) -> str:
     """What a duplicate must match on a queue with FIFO settings `extra`: the id, within its
-    group when the queue's DeduplicationScope is messageGroup."""
-    if fifo_setting(extra, "DeduplicationScope") == "messageGroup":
+    group when the queue deduplicates by messageGroup (`dedup_scope`)."""
+    if dedup_scope(extra) == "messageGroup":
         return f"{group}\n{dedup_id}"
     return dedup_id

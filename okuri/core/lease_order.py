@@ -1,17 +1,17 @@
-"""Which visible messages of a standard queue a lease takes: those waiting longest, so a
-retried or run-out message rejoins at the tail.
+"""Which visible messages of a standard queue a lease takes: those first in line, in rough send
+order, as SQS's standard queues answer.
 
-A message waits from the moment it became visible: its send (or the end of its delay) for one
-never received, the end of its last lease for one received before (a lease that ran out, a
-retry at a time, a visibility change). Ordering by that moment puts a message that keeps
-failing behind everything sent before its retry, so one poison message cannot take a place in
-every lease ahead of the rest.
+A message's place in line is its send, or the end of its delay for one sent with a delay and
+never received. A message received before keeps its send's place when it shows again (a lease
+that ran out, a retry at a time, a visibility change): SQS returns such a message ahead of
+those sent after it was first received (recorded against SQS), and a message that keeps failing
+goes to the dead-letter queue by its receive count, not to the back of the line.
 
-The manifest keeps segments in slot order, and a message cannot have become visible before
-its segment was sent, so the scan stops at the first segment sent after the newest moment it
-has kept: in a queue without retries that is one segment past the last one taken, as cheap as
-taking messages in slot order. Sending times come from the nodes' clocks, so across nodes whose
-clocks disagree the order is approximate, as SQS's best-effort order of standard queues is.
+The manifest keeps segments in slot order, and no message's place comes before its segment's
+send, so the scan stops at the first segment sent after the latest place it has kept: in a
+queue without delays that is one segment past the last one taken, as cheap as taking messages
+in slot order. Sending times come from the nodes' clocks, so across nodes whose clocks disagree
+the order is approximate, as SQS's best-effort order of standard queues is.
 FIFO queues keep slot order within each group: `fifo_group_runs` says what each group offers
 (okuri/core/transitions.py leases them, the groups visible longest first).
 """
@@ -25,23 +25,30 @@ from okuri.core.state import QueueState
 Place = tuple[int, int]  # (slot, index) of a message
 
 
-def longest_waiting(
+def in_line_ms(sent_ms: int, receives: int, until_ms: int) -> int:
+    """Where a visible message stands in a standard queue's line: at its send, or, for one sent
+    with a delay and never received (a lease of 0 receives until then), at the end of its
+    delay. Never before its send, which is what lets `first_in_line` stop early."""
+    return until_ms if receives == 0 and until_ms > sent_ms else sent_ms
+
+
+def first_in_line(
     st: QueueState, now_ms: int, most: int, taken: set[Place]
 ) -> tuple[list[Place], list[Place]]:
-    """Up to `most` visible messages, longest waiting first, and up to `most` visible messages
-    past the queue's maxReceiveCount (due for the dead-letter queue), in slot order."""
+    """Up to `most` visible messages, first in line first (`in_line_ms`), and up to `most` visible
+    messages past the queue's maxReceiveCount (due for the dead-letter queue), in slot order."""
     if most <= 0:
         return [], []
     mrc = st.attrs.max_receive_count
     cutoff = st.retention_cutoff(now_ms)
-    kept: list[tuple[int, int, int]] = []  # a max-heap of (-since_ms, -seq, -idx)
+    kept: list[tuple[int, int, int]] = []  # a max-heap of (-in_line_ms, -seq, -idx)
     dead: list[Place] = []
     for seg in st.segments.values():
         if seg.sent_ms <= cutoff:
             continue  # past retention (adopted in this very commit): finished at the next
         if len(kept) >= most:
-            since_ms, seq, _idx = (-v for v in kept[0])
-            if (seg.sent_ms, seg.seq) > (since_ms, seq):
+            last_ms, seq, _idx = (-v for v in kept[0])
+            if (seg.sent_ms, seg.seq) > (last_ms, seq):
                 break
         for idx in range(seg.count):
             if seg.is_done(idx) or (seg.seq, idx) in taken:
@@ -53,7 +60,7 @@ def longest_waiting(
                 if len(dead) < most:
                     dead.append((seg.seq, idx))
                 continue
-            entry = (-(until_ms or seg.sent_ms), -seg.seq, -idx)
+            entry = (-in_line_ms(seg.sent_ms, receives, until_ms), -seg.seq, -idx)
             if len(kept) < most:
                 heapq.heappush(kept, entry)
             elif entry > kept[0]:

@@ -9,13 +9,14 @@ written. Nothing here reads a clock, touches I/O or knows about HTTP.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from okuri import limits
 from okuri.core.ack_log_rules import prune_logs
 from okuri.core.expiry import touch_due, touched
-from okuri.core.lease_order import fifo_group_runs, longest_waiting
+from okuri.core.fifo import keep_dedup_scope
+from okuri.core.lease_order import fifo_group_runs, first_in_line
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
 # --- operations ------------------------------------------------------------------------------
@@ -139,6 +140,9 @@ class Purge:
 
 @dataclass(frozen=True, slots=True)
 class SetAttributes:
+    """Replace the queue's attributes; a FIFO queue keeps deduplicating with the scope it had
+    (okuri/core/fifo.py, `keep_dedup_scope`)."""
+
     attrs: QueueAttrs
 
 
@@ -284,7 +288,10 @@ def _apply_one(
         case SetAttributes():
             if op.attrs.expires_s is not None:
                 touched(st, now_ms)  # changing a queue's attributes is a use of it
-            st.attrs = op.attrs
+            attrs = op.attrs
+            if attrs.fifo:
+                attrs = replace(attrs, extra=keep_dedup_scope(st.attrs.extra, attrs.extra))
+            st.attrs = attrs
             st.modified_ms = now_ms
             return True, True
         case Touch():
@@ -384,7 +391,7 @@ def _slide_window(st: QueueState, now_ms: int, freed: list[int]) -> bool:
 def _lease(st: QueueState, now_ms: int, op: Lease, taken: set[tuple[int, int]]) -> LeaseResult:
     if st.attrs.fifo:
         return _lease_fifo(st, now_ms, op, taken)
-    live, due = longest_waiting(st, now_ms, op.max_messages, taken)
+    live, due = first_in_line(st, now_ms, op.max_messages, taken)
     granted = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in live]
     dead = [_grant(st, now_ms, op, seq, idx, taken) for seq, idx in due]
     if op.log and granted:

@@ -271,7 +271,9 @@ def test_a_dead_lettered_copy_counts_as_delivered() -> None:
     assert _names(h) == set()
 
 
-DELETE_JUDGED_SEED = 2_017  # a failover seed, found by searching them with the mutation below
+# A failover seed, found by searching them with the mutation below (2,017 until leases took a
+# standard queue's messages in send order, which changed what its runs lease and when).
+DELETE_JUDGED_SEED = 2_337
 
 
 def test_a_delete_that_writes_nothing_is_judged_on_a_state_shown_current_after_it_was_asked(

@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from okuri.core.fifo import dedup_key
+from okuri.core.state import QueueAttrs, QueueState
+from okuri.core.transitions import Adopt, Lease, LeaseResult, SetAttributes, apply
 from okuri.sqs import queue_attributes as qa
 from okuri.sqs import tags
 from okuri.sqs.actions import SqsActions
@@ -54,6 +57,27 @@ def _accepts_empty_create_tags() -> bool:
         return False
 
 
+def _requeued_message_rejoins_behind_later_sends() -> bool:
+    """Send A, lease it for 1 s, send B; once A shows again, which does a lease of one take?"""
+    st = QueueState("q", "inc", 0, QueueAttrs())
+    st = apply(st, 0, [Adopt(0, "a", 1, 0)], "t").state
+    st = apply(st, 10, [Lease(1, 1_000)], "t").state
+    st = apply(st, 500, [Adopt(1, "b", 1, 500)], "t").state
+    res = apply(st, 2_000, [Lease(1, 30_000)], "t").results[0]
+    assert isinstance(res, LeaseResult)
+    return [g.seq for g in res.granted] == [1]
+
+
+def _changed_scope_applies() -> bool:
+    """Change a FIFO queue from queue to messageGroup scope: does an id still match across
+    groups?"""
+    attrs = QueueAttrs(fifo=True, extra={"DeduplicationScope": "queue"})
+    st = QueueState("q.fifo", "inc", 0, attrs)
+    group = QueueAttrs(fifo=True, extra={"DeduplicationScope": "messageGroup"})
+    extra = apply(st, 0, [SetAttributes(group)], "t").state.attrs.extra
+    return dedup_key(extra, "g1", "d") != dedup_key(extra, "g2", "d")
+
+
 # What the page must not claim while the server's own code says otherwise: (claim, the code's
 # answer to whether it still holds). The CreateQueue row once said "standard queues only" while
 # FIFO queues were served.
@@ -63,6 +87,12 @@ CLAIMS: list[tuple[re.Pattern[str], bool]] = [
         not _creates_fifo_queues(),
     ),
     (re.compile(r"no empty `?tags`? on CreateQueue", re.I), not _accepts_empty_create_tags()),
+    # The Ordering and DeduplicationScope rows once described okuri's differences from SQS.
+    (
+        re.compile(r"rejoins (?:at the tail|behind)", re.I),
+        _requeued_message_rejoins_behind_later_sends(),
+    ),
+    (re.compile(r"applies at once, to ids already in the window", re.I), _changed_scope_applies()),
 ]
 
 
