@@ -34,7 +34,8 @@ SHARED_CLIENTS = ROOT.parent / "shared" / "clients"
 # Debian's Laravel when the app has no vendor/ of its own (tests/smoke/laravel/bootstrap).
 AWS_SDK_PHP_VARIABLE = "AWS_SDK_PHP_VENDOR"
 # AWS's boto3 SQS examples: python/example_code/sqs and python/test_tools of a checkout of
-# AWS's example collection at this commit (a later one dropped the tests' real-AWS switch).
+# AWS's example collection at this commit, whose 33 tests (and their switch that sends every
+# call to the endpoint instead of stubs) tests/compat/test_aws_sdk_examples.py expects.
 AWS_EXAMPLES_VARIABLE = "AWS_DOC_SDK_EXAMPLES"
 AWS_EXAMPLES_REPOSITORY = "https://github.com/awsdocs/aws-doc-sdk-examples.git"
 AWS_EXAMPLES_COMMIT = "176c601445f4d4e42a2124617980724f193738a8"
