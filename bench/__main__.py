@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "floor": "one sequential caller: each call's p50 beside its floor (hello-world server, writes)",
     "scaleout": "simulated 1..16 nodes on an S3 latency model: throughput and cost",
     "testing": "one app's test suite under moto's mock_aws, then okuri's pytest fixtures",
+    "readme": "the README's set-up commands timed on a fresh clone: its timings table",
 }
 
 

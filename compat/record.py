@@ -83,6 +83,7 @@ def program_env(client: Client, scenario: str, endpoint: str, home: Path) -> dic
         "AWS_CONFIG_FILE": str(home / "aws-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "aws-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
+        **client.environ(),
     }
 
 

@@ -238,6 +238,7 @@ def client_environ(
         "AWS_EC2_METADATA_DISABLED": "true",
         "OKURI_SCENARIO_PREFIX": client.prefix,
         "OKURI_SCENARIO": scenario,
+        **client.environ(),
     }
 
 

@@ -11,10 +11,11 @@ Laravel app, say) is one more row.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,11 +24,49 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository root; commands run 
 SCENARIOS = ("sqs-core", "sqs-fifo")
 # The older boto3 whose SQS model speaks the query protocol, in a virtualenv of its own.
 BOTO3_QUERY_PYTHON = "compat/clients/boto3-query/.venv/bin/python"
-# The AWS SDK for PHP (Composer's vendor/ layout) that tests/smoke/laravel loads in place beside
-# Debian's Laravel when it has no vendor/ of its own: third-party code kept outside the
-# repository, present in CI and absent from a user's clone (tests/smoke/laravel/bootstrap).
-AWS_SDK_PHP = ROOT.parent / "shared" / "clients" / "aws-sdk-php" / "vendor"
 LARAVEL_APP = "tests/smoke/laravel"
+# Third-party clients that no package registry serves, read in place (never copied into the
+# repository) from ../shared/clients beside the checkout, as on the project's CI and development
+# machines, or from where a variable names. A user's own clone has neither until they are
+# fetched (README.md, "Set up"); the tests that need them then skip, saying what to fetch.
+SHARED_CLIENTS = ROOT.parent / "shared" / "clients"
+# The AWS SDK for PHP, in Composer's vendor/ layout, that tests/smoke/laravel loads beside
+# Debian's Laravel when the app has no vendor/ of its own (tests/smoke/laravel/bootstrap).
+AWS_SDK_PHP_VARIABLE = "AWS_SDK_PHP_VENDOR"
+# AWS's boto3 SQS examples: python/example_code/sqs and python/test_tools of a checkout of
+# AWS's example collection at this commit, whose 33 tests (and their switch that sends every
+# call to the endpoint instead of stubs) tests/compat/test_aws_sdk_examples.py expects.
+AWS_EXAMPLES_VARIABLE = "AWS_DOC_SDK_EXAMPLES"
+AWS_EXAMPLES_REPOSITORY = "https://github.com/awsdocs/aws-doc-sdk-examples.git"
+AWS_EXAMPLES_COMMIT = "176c601445f4d4e42a2124617980724f193738a8"
+
+
+def aws_sdk_php(environ: Mapping[str, str] = os.environ) -> Path:
+    """The Composer vendor/ folder the smoke app reads the AWS SDK for PHP from: the one
+    AWS_SDK_PHP_VENDOR names, else ../shared/clients/aws-sdk-php/vendor."""
+    return Path(environ.get(AWS_SDK_PHP_VARIABLE) or SHARED_CLIENTS / "aws-sdk-php" / "vendor")
+
+
+def aws_examples(environ: Mapping[str, str] = os.environ) -> Path:
+    """The folder of AWS's boto3 SQS examples: python/example_code/sqs of the checkout
+    AWS_DOC_SDK_EXAMPLES names, else of ../shared/clients/aws-doc-sdk-examples."""
+    checkout = environ.get(AWS_EXAMPLES_VARIABLE) or SHARED_CLIENTS / "aws-doc-sdk-examples"
+    return Path(checkout) / "python" / "example_code" / "sqs"
+
+
+def aws_examples_missing(environ: Mapping[str, str] = os.environ) -> str | None:
+    """None if AWS's boto3 SQS examples are there to run; otherwise what is missing and how to
+    get it."""
+    sqs = aws_examples(environ)
+    test_tools = sqs.parents[1] / "test_tools"
+    if (sqs / "test").is_dir() and test_tools.is_dir():
+        return None
+    return (
+        f"AWS's boto3 SQS examples are missing: no {sqs / 'test'} and {test_tools}. "
+        f"Clone {AWS_EXAMPLES_REPOSITORY} at commit {AWS_EXAMPLES_COMMIT[:12]} into "
+        f"../shared/clients/aws-doc-sdk-examples beside the checkout, or set "
+        f"{AWS_EXAMPLES_VARIABLE} to such a checkout (README.md, Set up)"
+    )
 
 
 @dataclass(frozen=True)
@@ -42,6 +81,8 @@ class Client:
     # A Python program (`python PROGRAM`) whose interpreter has vcrpy: recorded by vcrpy in
     # process (compat/vcr_record.py). Any other program is recorded by compat/proxy.py.
     vcrpy: bool = False
+    # Variables the program needs besides the contract's (where third-party code it loads lives).
+    environ: Callable[[], dict[str, str]] = lambda: {}
 
     def argv(self) -> list[str]:
         """The command with the interpreter resolved and program paths made absolute."""
@@ -109,17 +150,31 @@ def _nothing() -> str | None:
     return None
 
 
-def laravel_sdk_missing() -> str | None:
-    """None if the smoke app can find the AWS SDK for PHP: composer's vendor/ in the app, or
-    AWS_SDK_PHP beside the checkout; otherwise a sentence saying where it looked."""
+def laravel_sdk_missing(environ: Mapping[str, str] = os.environ) -> str | None:
+    """None if the smoke app can find the AWS SDK for PHP: composer's vendor/ in the app, or the
+    vendor/ folder of `aws_sdk_php`; otherwise what is missing and how to get it."""
     if (ROOT / LARAVEL_APP / "vendor" / "autoload.php").is_file():
         return None
-    if (AWS_SDK_PHP / "aws" / "aws-sdk-php" / "src" / "Sdk.php").is_file():
+    vendor = aws_sdk_php(environ)
+    if (vendor / "aws" / "aws-sdk-php" / "src" / "Sdk.php").is_file():
         return None
     return (
-        f"the AWS SDK for PHP is neither in {LARAVEL_APP}/vendor (composer install) nor at "
-        "../shared/clients/aws-sdk-php/vendor beside the checkout"
+        f"the AWS SDK for PHP is missing: neither {LARAVEL_APP}/vendor nor {vendor} holds "
+        "aws/aws-sdk-php. Run `composer require aws/aws-sdk-php` in a folder of your own and "
+        f"set {AWS_SDK_PHP_VARIABLE} to its vendor/ (or put that vendor/ at "
+        "../shared/clients/aws-sdk-php/vendor beside the checkout), or run `composer install` "
+        f"in {LARAVEL_APP}, which installs Laravel too (README.md, Set up)"
     )
+
+
+def laravel_loader_environ(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The variables that tell the smoke app (or a copy of it elsewhere) where Laravel and the
+    SDK are: composer's autoloader in the app, else the SDK's vendor/ folder. Spelled out, since
+    the programs' environments drop every other AWS_* variable."""
+    composer = ROOT / LARAVEL_APP / "vendor" / "autoload.php"
+    if composer.is_file():
+        return {"LARAVEL_VENDOR_AUTOLOAD": str(composer)}
+    return {AWS_SDK_PHP_VARIABLE: str(aws_sdk_php(environ))}
 
 
 def _laravel() -> str | None:
@@ -135,6 +190,7 @@ def _laravel() -> str | None:
         done = subprocess.run(
             ["php", f"{LARAVEL_APP}/artisan", "okuri:smoke", "--check"],
             cwd=ROOT,
+            env={**os.environ, **laravel_loader_environ()},
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
@@ -198,6 +254,7 @@ CLIENTS: dict[str, Client] = {
             (f"{LARAVEL_APP}/artisan",),
             _laravel,
             scenarios=("laravel-queue", "laravel-fifo"),
+            environ=laravel_loader_environ,
         ),
     )
 }

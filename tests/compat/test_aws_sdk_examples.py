@@ -1,10 +1,10 @@
 """AWS's own boto3 SQS examples, unmodified, against a real okuri (local store and S3).
 
-They live outside the project (../shared/clients/aws-doc-sdk-examples, see its README) and run
-in place: their 33 pytest tests with the botocore Stubber turned off
-(`--use-real-aws-may-incur-charges`), so every call reaches okuri, and both usage demos. FIFO
-queues are among what they create. Where that folder is absent (a user's own clone) the tests
-skip, saying so.
+They live outside the project (../shared/clients/aws-doc-sdk-examples beside the checkout, or
+the checkout AWS_DOC_SDK_EXAMPLES names; compat/clients) and run in place: their 33 pytest
+tests with the botocore Stubber turned off (`--use-real-aws-may-incur-charges`), so every call
+reaches okuri, and both usage demos. FIFO queues are among what they create. Where they are
+absent (a user's own clone) the tests skip, saying what to fetch and where to put it.
 """
 
 from __future__ import annotations
@@ -13,21 +13,18 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from compat.clients import aws_examples, aws_examples_missing
 from tests.servers import SQS_KEY, SQS_REGION, SQS_SECRET, ServerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT.parent / "shared/clients/aws-doc-sdk-examples/python/example_code/sqs"
+EXAMPLES = aws_examples()
+MISSING = aws_examples_missing()
 TESTS_EXPECTED = 33
 RUN_TIMEOUT_S = 300
 
-pytestmark = pytest.mark.skipif(
-    not EXAMPLES.is_dir(),
-    reason=f"AWS's boto3 SQS examples are not here ({EXAMPLES} is missing): nothing to run",
-)
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 
 def _env(server: ServerProcess) -> dict[str, str]:

@@ -62,6 +62,7 @@ def test_the_apps_phpunit_test_passes_against_okuri_set_up_as_the_workflow_does(
         **clean_environ(drop=("OKURI_", "AWS_")),
         **{str(k): localised(str(v), *ports) for k, v in tests["env"].items()},
         **laravel_env,
+        **laravel.environ(),
     }
     done = run_or_fail(
         [phpunit, "--configuration", str(APP / "phpunit.xml")],

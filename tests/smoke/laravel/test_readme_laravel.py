@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.clients import AWS_SDK_PHP, LARAVEL_APP, ROOT
+from compat.clients import LARAVEL_APP, ROOT, laravel_loader_environ
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
 from tests.readme import README, README_ENDPOINT, block, env_block, environment
 from tests.servers import ServerProcess, explain, run_or_fail
@@ -55,16 +55,6 @@ def app_with_readme_config(server: ServerProcess, tmp: Path) -> Path:
     assert found == 1, f"{LARAVEL_APP}/config/queue.php has {found} `sqs` connections, not 1"
     config.write_text(spliced)
     return app
-
-
-def loader_environ() -> dict[str, str]:
-    """Where the copy loads Laravel and the SDK from: the app's composer vendor/ if it has one,
-    else the shared SDK beside Debian's Laravel (bootstrap/system.php), which the copy, living
-    elsewhere, cannot find by its default path."""
-    composer = ROOT / LARAVEL_APP / "vendor" / "autoload.php"
-    if composer.is_file():
-        return {"LARAVEL_VENDOR_AUTOLOAD": str(composer)}
-    return {"AWS_SDK_PHP_VENDOR": str(AWS_SDK_PHP)}
 
 
 def in_app(server: ServerProcess, app: Path, script: str) -> list[str]:
@@ -98,7 +88,7 @@ def test_readme_laravel_quickstart_creates_the_queue_and_its_worker_runs_a_dispa
     app = app_with_readme_config(server, tmp_path)
     shell = block("quickstart-laravel-worker")
     assert README_ENDPOINT in shell and shell.rstrip().endswith("php artisan queue:work sqs")
-    env = {**environment(), **laravel_env, **loader_environ()}
+    env = {**environment(), **laravel_env, **laravel_loader_environ()}
     queue_url = f"{server.url}/000000000000/default"
     run_log = Path(laravel_env["LARAVEL_STORAGE_PATH"]) / "okuri-smoke" / "runs.jsonl"
     log_path = tmp_path / "worker.log"
