@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from okuri import limits
 from okuri.clock import Clock
@@ -31,6 +32,14 @@ from okuri.engine.admission import Holding
 from okuri.errors import BodyUnread
 
 ReadChunk = Callable[[], Awaitable[bytes]]
+
+
+class Stream(Protocol):
+    """A body as it arrives: aiohttp's `StreamReader` is one."""
+
+    total_bytes: int  # received so far
+
+    async def readany(self) -> bytes: ...
 
 
 def sender_of(address: str | None) -> str:
@@ -57,10 +66,14 @@ async def read_body(
     pause_s: float,
     total_s: float,
     holding: Holding | None = None,
+    arrived: Callable[[], int] | None = None,
 ) -> bytes:
     """The whole body, at most `bytes_max` bytes, each chunk charged to `holding` (when the
     request is not yet verified) as it arrives. Raises BodyUnread ("too_large", "timed_out",
-    "incomplete"), or Overloaded when the sender's share of unverified bytes is full."""
+    "incomplete"), or Overloaded when the sender's share of unverified bytes is full.
+    `arrived` tells how many of the body's bytes the connection has received so far: once all
+    that were `declared` are there, no read can wait, and none pays for a deadline (about 6 µs
+    a read, twice a request: most bodies arrive with their headers)."""
     if declared is not None and declared > bytes_max:
         raise BodyUnread(f"The request body is larger than {bytes_max} bytes.", "too_large")
     chunks: list[bytes] = []
@@ -71,8 +84,11 @@ async def read_body(
         if left_s <= 0:
             raise BodyUnread(f"The request body did not arrive within {total_s:g} s.", "timed_out")
         try:
-            async with clock.timeout(min(pause_s, left_s)):
-                chunk = await read_chunk()
+            if declared is not None and arrived is not None and arrived() >= declared:
+                chunk = await read_chunk()  # buffered already, or the end
+            else:
+                async with clock.timeout(min(pause_s, left_s)):
+                    chunk = await read_chunk()
         except TimeoutError:
             raise BodyUnread(
                 f"The request body stopped arriving (no bytes for {min(pause_s, left_s):g} s, "
@@ -103,11 +119,19 @@ class BodyReader:
 
     async def read(
         self,
-        read_chunk: ReadChunk,
+        stream: Stream,
         declared: int | None,
         bytes_max: int = limits.request_bytes_max,
         holding: Holding | None = None,
     ) -> bytes:
+        """`stream`'s whole body (`declared`: its Content-Length, None for none)."""
         return await read_body(
-            read_chunk, declared, bytes_max, self.clock, self.pause_s, self.total_s, holding
+            stream.readany,
+            declared,
+            bytes_max,
+            self.clock,
+            self.pause_s,
+            self.total_s,
+            holding,
+            lambda: stream.total_bytes,
         )

@@ -133,7 +133,7 @@ class NativeHttp:
         if _QUERIES[route]:
             doc = _query(_QUERIES[route], request.query)
         else:
-            raw = await self.bodies.read(request.content.readany, request.content_length)
+            raw = await self.bodies.read(request.content, request.content_length)
             doc = codec.parse_body(raw)
             if route == "create_queue" and isinstance(doc.get("name"), str):
                 entry.queue = doc["name"]  # named in the body, not the path

@@ -135,7 +135,7 @@ class Peers:
             return web.Response(status=403, text=refused)
         try:
             body = await self._bodies.read(
-                request.content.readany, request.content_length, limits.peer_body_bytes_max
+                request.content, request.content_length, limits.peer_body_bytes_max
             )
         except BodyUnread as err:
             status = {"too_large": 413, "timed_out": 408}.get(err.reason, 400)

@@ -157,7 +157,7 @@ class SqsHttp:
             if self.gate is not None:
                 holding = self.gate.hold_unverified(sender_of(request.remote))
             body = await self.bodies.read(
-                request.content.readany, request.content_length, holding=holding
+                request.content, request.content_length, holding=holding
             )
             table = self.keys() if self.keys is not None else None
             principal = self._authenticate(request, body, table)

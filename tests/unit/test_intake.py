@@ -218,3 +218,18 @@ def test_a_sender_past_its_share_is_refused_mid_body_and_holds_nothing_more() ->
     run_virtual(go())
     holding.release()
     assert admission.snapshot().in_flight["unverified_bytes"] == 0
+
+
+def test_a_body_already_here_is_read_without_a_deadline_and_one_still_coming_with_one() -> None:
+    """Most bodies arrive with their headers: their reads cannot wait, so they are spared the
+    deadline's timer. The proof: a read told the body is all here is not cut off even when it
+    takes longer than the pause allowed (it could not, for real)."""
+
+    async def go(arrived: int) -> bytes:
+        return await read_body(
+            chunks(b"abc", pause_s=10), 3, 10, CLOCK(), 5, 60, arrived=lambda: arrived
+        )
+
+    assert run_virtual(go(3)) == b"abc"
+    with pytest.raises(BodyUnread):
+        run_virtual(go(2))
