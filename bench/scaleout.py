@@ -280,12 +280,46 @@ def cli_main(argv: list[str]) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--open-loop",
+        action="store_true",
+        help="offer fixed rates instead: each node count's capacity (bench/scaleout_open.py)",
+    )
+    parser.add_argument(
+        "--window-s", type=float, default=None, help="open loop: simulated seconds per rate (60)"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="open loop: runs per node count")
+    parser.add_argument(
+        "--consumers-per-node", type=int, default=None, help="open loop: consumers per node (8)"
+    )
     args = parser.parse_args(argv)
+    if not args.open_loop:
+        if (args.window_s, args.steps, args.consumers_per_node) != (None, None, None):
+            parser.error("--window-s, --steps and --consumers-per-node need --open-loop")
+        try:
+            result = measure(args.nodes, args.duration, args.seed)
+        except ValueError as err:
+            parser.error(str(err))
+        print(json.dumps(result) if args.json else render(result))
+        return 0
+    # Imported here: the open-loop module builds on this one's constants.
+    from bench import scaleout_open
+
     try:
-        result = measure(args.nodes, args.duration, args.seed)
+        opened = scaleout_open.measure(
+            args.nodes,
+            scaleout_open.WINDOW_S if args.window_s is None else args.window_s,
+            args.seed,
+            scaleout_open.STEPS if args.steps is None else args.steps,
+            (
+                scaleout_open.CONSUMERS_PER_NODE
+                if args.consumers_per_node is None
+                else args.consumers_per_node
+            ),
+        )
     except ValueError as err:
         parser.error(str(err))
-    print(json.dumps(result) if args.json else render(result))
+    print(json.dumps(opened) if args.json else scaleout_open.render(opened))
     return 0
 
 

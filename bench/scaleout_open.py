@@ -1,0 +1,350 @@
+"""`python -m bench scaleout --open-loop`: the highest rate one queue carries, per node count.
+
+Why: the closed-loop table (bench/scaleout.py) offers whatever its clients manage, so it shows
+where throughput levels off but not what a cluster can carry. Here producers offer a fixed rate
+(messages/s, in batches of ten, spread evenly over `PRODUCERS_PER_NODE` producers on each node)
+whether or not earlier sends were answered, and each node's `consumers_per_node` consumers
+receive (long poll, up to ten) and delete as fast as they are answered. A rate is carried when,
+after `window_s` of simulated time at that rate and `GRACE_S` more for the last sends to
+arrive, at least `DELETED_FRACTION_MIN` of the messages offered were deleted and the p99 from
+offer to first receive (a message never received counts as slower than any) is at most
+`P99_S_MAX`: the backlog stayed bounded. For each node count a bounded search finds the highest
+carried rate: from a start rate, double while carried (halve while not), then bisect, at most
+`steps` runs. The search looks only at simulated figures, so it is the same on every machine.
+
+CPU: the simulator charges no time for computation, so each node's work is timed in real
+seconds (bench/cpu_meter.py says how) and divided by the simulated seconds of the window; a row
+counts only while every node stays under `CPU_CORE_FRACTION_MAX` of a core. That figure is the
+machine's, and it includes the in-memory store's work in place of an S3 client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from time import process_time
+from typing import Any
+
+from bench.cost import per_message, pricing_note, requests_usd_per_million
+from bench.cpu_meter import CpuMeter
+from bench.floor import machine_loop_s
+from bench.scaleout import (
+    BATCH_MESSAGES,
+    BODY_BYTES,
+    LATENCY,
+    NODE_COUNT_MAX,
+    PEER_HOP_S,
+    PRODUCERS_PER_NODE,
+    QUEUE,
+    WAIT_S,
+)
+from okuri import limits
+from okuri.clock import LoopClock
+from okuri.engine import Engine, SendRequest
+from okuri.sim.loop import run_virtual
+from okuri.sim.world import EPOCH_MS
+from okuri.store.counting import CLASSES, CountingStore
+
+WINDOW_S = 60.0  # simulated seconds at each offered rate
+WINDOW_S_MAX = 600.0
+GRACE_S = 3.0  # after the window, for the last sends to be received and deleted
+CONSUMERS_PER_NODE = 8
+CONSUMERS_PER_NODE_MAX = 64
+START_RATE_PER_NODE = 200.0  # messages/s: about what one node carries in the closed loop
+RATE_MAX = 100_000.0  # messages/s: the search never offers more
+RATE_MIN = 10.0  # one batch a second
+STEPS = 8
+STEPS_MAX = 16
+RESOLUTION = 0.05  # the search stops once the bracket is this narrow, relative to its low end
+DELETED_FRACTION_MIN = 0.98
+P99_S_MAX = 1.0
+CPU_CORE_FRACTION_MAX = 0.7
+SENDS_IN_FLIGHT_MAX = 200  # per producer: a batch offered beyond this is dropped (not carried)
+CPU_METHOD = (
+    "cpu: each node's engine and store work timed with perf_counter per task step (the "
+    "simulated nodes share one process), per simulated second of the window; a row counts only "
+    "while every "
+    f"node stays under {CPU_CORE_FRACTION_MAX} of a core"
+)
+
+
+@dataclass
+class _Tally:
+    offered: int = 0
+    dropped: int = 0
+    deleted: int = 0
+    received: set[int] = field(default_factory=set)
+    latencies_s: list[float] = field(default_factory=list)
+
+
+class _Wire:
+    """The network between the simulated nodes (as bench/scaleout.py's), charging a forwarded
+    commit's work to the leader that does it."""
+
+    def __init__(self, meter: CpuMeter) -> None:
+        self.meter = meter
+        self.nodes: dict[str, tuple[str, Engine]] = {}
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        await asyncio.sleep(PEER_HOP_S)
+        label, leader = self.nodes[url]
+        reply = await self.meter.on_node(label, leader.commit_for_peer(body))
+        await asyncio.sleep(PEER_HOP_S)
+        return reply
+
+
+def _p99_s(latencies_s: list[float], never: int) -> float:
+    """The 99th percentile, counting `never` messages as slower than any."""
+    ordered = sorted(latencies_s) + [math.inf] * never
+    if not ordered:
+        return math.inf
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+async def _run(
+    nodes: int, rate: float, window_s: float, consumers_per_node: int, seed: int
+) -> dict[str, Any]:
+    """One run at `rate` messages/s offered: what was carried, at what cost and CPU."""
+    loop = asyncio.get_running_loop()
+    meter = CpuMeter()
+    meter.install(loop)
+    memory = LATENCY.store("scaleout", seed)
+    wire = _Wire(meter)
+    cluster: list[tuple[str, CountingStore, Engine]] = []
+    for i in range(nodes):
+        counting = CountingStore(memory)
+        clock = LoopClock(EPOCH_MS, random.Random(f"scaleout-{seed}-n{i}"))
+        engine = Engine(counting, clock, limits.linger_ms_default, node_id=f"n{i}")
+        engine.peering.client, engine.peering.url = wire, f"sim://n{i}"
+        wire.nodes[engine.peering.url] = (f"n{i}", engine)
+        cluster.append((f"n{i}", counting, engine))
+    await cluster[0][2].create_queue(QUEUE)
+    for _, counting, _ in cluster:
+        counting.counts.by_class = dict.fromkeys(CLASSES, 0)
+    meter.seconds.clear()
+    cpu_start = process_time()
+    start = loop.time()
+    stop = start + window_s
+    end = stop + GRACE_S
+    producers = nodes * PRODUCERS_PER_NODE
+    interval_s = BATCH_MESSAGES * producers / rate
+    tally = _Tally()
+    pending: set[asyncio.Task[None]] = set()
+
+    async def send(label: str, engine: Engine, offered_s: float, first: int) -> None:
+        requests = [
+            SendRequest(f"{offered_s:.6f}/{first + k}".encode().ljust(BODY_BYTES, b"x"))
+            for k in range(BATCH_MESSAGES)
+        ]
+        await meter.on_node(label, engine.send(QUEUE, requests))
+
+    async def produce(label: str, engine: Engine, j: int) -> None:
+        in_flight: set[asyncio.Task[None]] = set()
+        at = start + interval_s * j / producers
+        while at < stop:
+            await asyncio.sleep(max(0.0, at - loop.time()))
+            first = tally.offered
+            tally.offered += BATCH_MESSAGES
+            if len(in_flight) >= SENDS_IN_FLIGHT_MAX:
+                tally.dropped += BATCH_MESSAGES
+            else:
+                task = asyncio.ensure_future(send(label, engine, at - start, first))
+                in_flight.add(task)
+                pending.add(task)
+                task.add_done_callback(in_flight.discard)
+            at += interval_s
+
+    async def consume(label: str, engine: Engine) -> None:
+        while loop.time() < end:
+            wait_s = min(WAIT_S, max(1, math.ceil(end - loop.time())))
+            got = await meter.on_node(
+                label, engine.receive(QUEUE, limits.receive_messages_max, None, wait_s)
+            )
+            now_s = loop.time() - start
+            for d in got:
+                offered_s, _, seq = d.message.body.rstrip(b"x").decode().partition("/")
+                if int(seq) not in tally.received:
+                    tally.received.add(int(seq))
+                    tally.latencies_s.append(now_s - float(offered_s))
+            if got:
+                results = await meter.on_node(
+                    label, engine.ack(QUEUE, [d.receipt_handle for d in got])
+                )
+                tally.deleted += sum(1 for r in results if r == "acked")
+
+    in_window: dict[str, float] = {}
+
+    async def snapshot() -> None:
+        await asyncio.sleep(window_s)
+        in_window.update(meter.seconds)
+
+    tasks = (
+        [asyncio.ensure_future(snapshot())]
+        + [
+            asyncio.ensure_future(produce(label, engine, n * PRODUCERS_PER_NODE + j))
+            for n, (label, _, engine) in enumerate(cluster)
+            for j in range(PRODUCERS_PER_NODE)
+        ]
+        + [
+            asyncio.ensure_future(consume(label, engine))
+            for label, _, engine in cluster
+            for _ in range(consumers_per_node)
+        ]
+    )
+    await asyncio.gather(*tasks)
+    await asyncio.gather(*pending, return_exceptions=True)
+    elapsed_s = loop.time() - start
+    cpu_process_s = process_time() - cpu_start
+    counts = dict.fromkeys(CLASSES, 0)
+    for _, counting, _ in cluster:
+        for cls, n in counting.counts.snapshot().items():
+            counts[cls] += n
+    for _, _, engine in cluster:
+        await engine.close()
+    requests = per_message(counts, tally.deleted)
+    p99_s = _p99_s(tally.latencies_s, tally.offered - len(tally.received))
+    cpu = [in_window.get(label, 0.0) / window_s for label, _, _ in cluster]
+    return {
+        "rate_per_s": rate,
+        "messages_offered": tally.offered,
+        "messages_dropped": tally.dropped,
+        "messages_deleted": tally.deleted,
+        "p99_ms": None if math.isinf(p99_s) else round(p99_s * 1000),
+        "carried": tally.deleted >= DELETED_FRACTION_MIN * tally.offered and p99_s <= P99_S_MAX,
+        "gets_per_message": round(requests["get"], 4),
+        "usd_per_million": round(requests_usd_per_million(requests), 4),
+        "cpu_core_per_node": [round(c, 3) for c in cpu],
+        "cpu_attributed_s": round(sum(meter.seconds.values()), 3),
+        "cpu_process_s": round(cpu_process_s, 3),
+        "simulated_s": round(elapsed_s, 3),
+    }
+
+
+def _rounded(rate: float) -> float:
+    """`rate` to a whole batch per second, within the search's bounds."""
+    return min(RATE_MAX, max(RATE_MIN, BATCH_MESSAGES * round(rate / BATCH_MESSAGES)))
+
+
+def search(
+    run: Callable[[float], dict[str, Any]], start: float, steps: int
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The carried run at the highest rate found in at most `steps` runs, and every run tried.
+
+    Doubles from `start` while carried (halves while not), then bisects between the highest
+    carried and the lowest refused rate until the bracket is within `RESOLUTION`."""
+    best: dict[str, Any] | None = None
+    refused: float | None = None
+    tried: list[dict[str, Any]] = []
+    rate = _rounded(start)
+    for _ in range(steps):
+        row = run(rate)
+        tried.append(row)
+        if row["carried"]:
+            best = row if best is None or rate > best["rate_per_s"] else best
+            following = rate * 2 if refused is None else (rate + refused) / 2
+        else:
+            refused = rate if refused is None else min(refused, rate)
+            following = rate / 2 if best is None else (best["rate_per_s"] + rate) / 2
+        following = _rounded(following)
+        low = best["rate_per_s"] if best is not None else 0.0
+        narrow = refused is not None and best is not None and refused - low <= RESOLUTION * low
+        if narrow or any(following == t["rate_per_s"] for t in tried):
+            break
+        rate = following
+    return best, tried
+
+
+def measure(
+    node_counts: Sequence[int],
+    window_s: float = WINDOW_S,
+    seed: int = 1,
+    steps: int = STEPS,
+    consumers_per_node: int = CONSUMERS_PER_NODE,
+    start_rate_per_node: float = START_RATE_PER_NODE,
+) -> dict[str, Any]:
+    """For each node count, the highest rate carried (bounded search) and its figures."""
+    if not 0 < window_s <= WINDOW_S_MAX:
+        raise ValueError(f"window must be in (0, {WINDOW_S_MAX}] seconds")
+    if not node_counts or not all(0 < n <= NODE_COUNT_MAX for n in node_counts):
+        raise ValueError(f"node counts must be 1 to {NODE_COUNT_MAX}")
+    if not 0 < steps <= STEPS_MAX:
+        raise ValueError(f"steps must be 1 to {STEPS_MAX}")
+    if not 0 < consumers_per_node <= CONSUMERS_PER_NODE_MAX:
+        raise ValueError(f"consumers per node must be 1 to {CONSUMERS_PER_NODE_MAX}")
+    if not RATE_MIN <= start_rate_per_node <= RATE_MAX:
+        raise ValueError(f"start rate must be {RATE_MIN:.0f} to {RATE_MAX:.0f} messages/s")
+    rows = []
+    for n in node_counts:
+
+        def run(rate: float, n: int = n) -> dict[str, Any]:
+            return run_virtual(_run(n, rate, window_s, consumers_per_node, seed))
+
+        best, tried = search(run, start_rate_per_node * n, steps)
+        cpu_max = max(best["cpu_core_per_node"]) if best is not None else None
+        rows.append(
+            {
+                "nodes": n,
+                "capacity_per_s": best["rate_per_s"] if best is not None else None,
+                "best": best,
+                "cpu_core_per_node_max": cpu_max,
+                "counts": cpu_max is not None and cpu_max < CPU_CORE_FRACTION_MAX,
+                "tried": [(t["rate_per_s"], t["carried"]) for t in tried],
+            }
+        )
+    return {
+        "workload": {
+            "producers_per_node": PRODUCERS_PER_NODE,
+            "consumers_per_node": consumers_per_node,
+            "batch_messages": BATCH_MESSAGES,
+            "linger_ms": limits.linger_ms_default,
+            "window_s": window_s,
+            "grace_s": GRACE_S,
+            "deleted_fraction_min": DELETED_FRACTION_MIN,
+            "p99_s_max": P99_S_MAX,
+            "steps_max": steps,
+        },
+        "latency_model": LATENCY.figures(),
+        "cpu_method": CPU_METHOD,
+        "machine": {"python_loop_10m_s": round(machine_loop_s(), 3)},
+        "rows": rows,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    w = result["workload"]
+    lines = [
+        f"one queue, open loop: a fixed offered rate in batches of {w['batch_messages']} over "
+        f"{w['producers_per_node']} producers per node, {w['consumers_per_node']} consumers per "
+        f"node, linger {w['linger_ms']} ms; each rate offered for {w['window_s']:.0f} s of "
+        f"simulated time (+{w['grace_s']:.0f} s to drain)",
+        f"capacity: the highest rate found (at most {w['steps_max']} runs) with at least "
+        f"{w['deleted_fraction_min']:.0%} of offered deleted and p99 offer-to-receive at most "
+        f"{w['p99_s_max']:.0f} s",
+        "nodes  capacity/s  x one node  GETs/msg  $/M msgs  p99 ms  cpu/node max  counts",
+    ]
+    one = next((r["capacity_per_s"] for r in result["rows"] if r["capacity_per_s"]), None)
+    for r in result["rows"]:
+        best = r["best"]
+        if best is None:
+            lines.append(f"{r['nodes']:5d}  {'-':>10}  (nothing carried: tried {r['tried']})")
+            continue
+        p99 = best["p99_ms"]
+        lines.append(
+            f"{r['nodes']:5d} {r['capacity_per_s']:11.0f} {r['capacity_per_s'] / one:11.2f}"
+            f" {best['gets_per_message']:9.3f} {best['usd_per_million']:9.2f}"
+            f" {p99 if p99 is not None else '-':>7} {r['cpu_core_per_node_max']:13.2f}"
+            f"  {'yes' if r['counts'] else 'no'}"
+        )
+    lines += [
+        "",
+        "x one node: capacity over the first row's; GETs/msg and $/M: per message deleted at "
+        "capacity",
+        result["cpu_method"],
+        f"machine: a 10-million-step Python loop takes "
+        f"{result['machine']['python_loop_10m_s']:.3f} s",
+        pricing_note(result["latency_model"], "latency"),
+    ]
+    return "\n".join(lines)
