@@ -22,6 +22,7 @@ rather than a request, so this stays free of HTTP and every surface shares it, e
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -42,6 +43,7 @@ class Stream(Protocol):
     async def readany(self) -> bytes: ...
 
 
+@functools.lru_cache(maxsize=4096)  # asked once a request; a node's clients are few and repeat
 def sender_of(address: str | None) -> str:
     """The key one sender's bytes are counted under: the IPv4 address, or the /64 an IPv6
     address lies in ("" when the transport names none, as a Unix socket does)."""

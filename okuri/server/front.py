@@ -97,7 +97,7 @@ class _HeaderClock(asyncio.Protocol):
         if self.headers_since_s is None and not _parsed(self.handler):
             self.headers_since_s = self.site.loop_time()
         self.handler.data_received(data)
-        if _parsed(self.handler):
+        if self.headers_since_s is not None and _parsed(self.handler):
             self.headers_since_s = None
 
     def eof_received(self) -> bool | None:
