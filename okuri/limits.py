@@ -7,6 +7,9 @@ message_bytes_max = 1024 * 1024
 batch_entries_max = 10
 batch_bytes_max = 1024 * 1024
 receive_messages_max = 10  # one SQS ReceiveMessage
+# A queue's lanes beside its own slot log (okuri/engine/lanes.py): one per producer node that
+# met another's writes in the log it used; the manifest keeps at most this many.
+lanes_max = 64
 lease_messages_max = 100  # one engine receive (a native lease); SQS asks for at most 10
 wait_s_max = 20
 visibility_s_max = 12 * 60 * 60

@@ -18,6 +18,8 @@ MessageState = Literal["visible", "in_flight", "delayed"]
 
 # A page's cursor: the slot and index of the last message it showed ("12.3").
 _POSITION = re.compile(r"(0|[1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,4})")
+# A position in a queue with lanes: which log (0 the queue's own, k its k-th lane), then where.
+_LANE_POSITION = re.compile(r"([1-9][0-9]{0,3}):(.*)")
 
 
 class PositionInvalid(ValueError):
@@ -94,3 +96,20 @@ def view(
         sequence_number=sequence_number(seq, idx) if fifo else None,
         dead_letter_source=m.dead_letter_source,
     )
+
+
+def position_in_lane(lane: int, pos: str) -> str:
+    """`pos` (a `position`) in log `lane` of a queue with lanes (0: the queue's own log, whose
+    positions read as they always did)."""
+    return pos if lane == 0 else f"{lane}:{pos}"
+
+
+def lane_position(text: str | None) -> tuple[int, tuple[int, int]]:
+    """(log, (slot, index)) of a position `position_in_lane` made, or of the start for None;
+    PositionInvalid otherwise."""
+    if text is None:
+        return 0, (0, 0)
+    m = _LANE_POSITION.fullmatch(text)
+    if m is None:
+        return 0, parse_position(text)
+    return int(m.group(1)), parse_position(m.group(2))

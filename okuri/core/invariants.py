@@ -45,6 +45,8 @@ def check_state(st: QueueState) -> None:
                 _broken("finished_messages_hold_no_lease", st)
             if receives < 0:
                 _broken("epoch_non_negative", st)
+    if len(st.lanes) > limits.lanes_max or len(set(st.lanes)) != len(st.lanes):
+        _broken("lanes_bounded", st)
     cursor = st.next_seq
     for seq, _sid in st.recent:
         if seq >= cursor:
@@ -70,6 +72,8 @@ def check_step(old: QueueState, new: QueueState) -> None:
         _broken("use_monotonic", new)
     if old.gone_ms:
         _broken("expired_stays_expired", new)
+    if new.lanes[: len(old.lanes)] != old.lanes:
+        _broken("lanes_kept", new)  # a lane dropped would hide its messages
     for seq, seg in new.segments.items():
         prev = old.segments.get(seq)
         if prev is None:

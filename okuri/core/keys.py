@@ -15,6 +15,10 @@
                                       (okuri/engine/expiry.py)
     k/{queue}/{incarnation}/{log}     a follower's ack log: deletes it answered before its
                                       leader committed them (okuri/engine/ack_logs.py)
+    l/{queue}/{lane}                  the manifest of one of the queue's lanes: a slot log and
+                                      manifest of its own, written by one producer node
+                                      (okuri/engine/lanes.py); its segments and ack logs sit
+                                      under the lane's name, `{queue}~{lane}`, as a queue's do
 
 Manifests sit apart from segments so listing queues is one LIST page over `m/` that never sees a
 segment. The incarnation (a random id per CreateQueue) keeps a recreated queue from ever reading
@@ -35,11 +39,38 @@ SCHEDULED = "t/"
 EXCHANGES = "x/"
 EXPIRING = "e/"
 ACK_LOGS = "k/"
+LANES = "l/"
+# Between a queue's name and a lane's id in the lane's name; no queue name may hold it.
+LANE_SEP = "~"
 CLAIM = ".claim"
 
 
 def manifest(queue: str) -> str:
-    return f"{MANIFESTS}{queue}"
+    """The manifest of a queue, or of a lane of one (named by `lane_name`)."""
+    root, sep, lane = queue.partition(LANE_SEP)
+    return f"{LANES}{root}/{lane}" if sep else f"{MANIFESTS}{queue}"
+
+
+def lane_name(queue: str, lane: str) -> str:
+    """The name a lane of `queue` goes by in its keys and receipts."""
+    return f"{queue}{LANE_SEP}{lane}"
+
+
+def root_of(name: str) -> str:
+    """The queue a lane's name belongs to (a queue's own name for a queue)."""
+    return name.partition(LANE_SEP)[0]
+
+
+def lanes_of_queue(queue: str) -> str:
+    return f"{LANES}{queue}/"
+
+
+def lane_of_manifest(key: str) -> str | None:
+    """The lane's name (`lane_name`) of a lane manifest's key, or None for anything else."""
+    if not key.startswith(LANES):
+        return None
+    root, sep, lane = key[len(LANES) :].partition("/")
+    return lane_name(root, lane) if sep and root and lane and "/" not in lane else None
 
 
 def queue_of_manifest(key: str) -> str:

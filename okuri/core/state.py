@@ -28,6 +28,9 @@ FORMAT = 1
 # A manifest with open ack logs: a node that does not know them must refuse it (it would drop
 # them on its next write and lease messages whose deletes sit in a log), not misread it.
 FORMAT_WITH_LOGS = 2
+# A queue's manifest listing lanes: a node that does not know them must refuse it (it would drop
+# the list on its next write, and the lanes' messages with it), not misread it.
+FORMAT_WITH_LANES = 3
 
 
 class ManifestCorrupt(ValueError):
@@ -153,6 +156,9 @@ class QueueState:
     # it, whose deletes it may have recorded in the log's object rather than here. Such a
     # message is leased again only once a committer has closed the log and applied its acks.
     logs: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    # The queue's lanes beside its own slot log (okuri/engine/lanes.py), by id, oldest first;
+    # only ever in a queue's manifest, never in a lane's.
+    lanes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.load_seq < 0:
@@ -167,6 +173,7 @@ class QueueState:
             window=list(self.window),
             dups=dict(self.dups),
             logs={log: set(places) for log, places in self.logs.items()},
+            lanes=list(self.lanes),
         )
 
     def retention_cutoff(self, now_ms: int) -> int:
@@ -196,7 +203,7 @@ class QueueState:
 def encode_state(st: QueueState) -> bytes:
     return orjson.dumps(
         {
-            "f": FORMAT_WITH_LOGS if st.logs else FORMAT,
+            "f": FORMAT_WITH_LANES if st.lanes else FORMAT_WITH_LOGS if st.logs else FORMAT,
             "name": st.name,
             "inc": st.incarnation,
             "v": st.version,
@@ -226,6 +233,7 @@ def encode_state(st: QueueState) -> bytes:
             **({"used": st.used_ms} if st.used_ms else {}),
             **({"gone": st.gone_ms} if st.gone_ms else {}),
             **({"logs": {k: sorted(v) for k, v in st.logs.items()}} if st.logs else {}),
+            **({"lanes": st.lanes} if st.lanes else {}),
         }
     )
 
@@ -244,7 +252,7 @@ def decode_state(data: bytes) -> QueueState:
         d = orjson.loads(data)
         if not isinstance(d, dict):
             raise ManifestCorrupt("manifest is not a JSON object")
-        if d.get("f") not in (FORMAT, FORMAT_WITH_LOGS):
+        if d.get("f") not in (FORMAT, FORMAT_WITH_LOGS, FORMAT_WITH_LANES):
             raise ManifestCorrupt(f"unknown manifest format {d.get('f')!r}")
         segments = {}
         for seq, sid, count, sent_ms, done_hex, leases, *groups in d["segs"]:
@@ -279,6 +287,7 @@ def decode_state(data: bytes) -> QueueState:
                 str(log): {(int(seq), int(idx)) for seq, idx in places}
                 for log, places in d.get("logs", {}).items()
             },
+            lanes=[str(lane) for lane in d.get("lanes", [])],
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

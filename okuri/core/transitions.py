@@ -152,6 +152,15 @@ class Touch:
     only when due (okuri/core/expiry.py), as a lease's is. Result: True."""
 
 
+@dataclass(frozen=True, slots=True)
+class AddLane:
+    """List lane `lane` in a queue's manifest (okuri/engine/lanes.py), when the manifest is
+    still of `incarnation` and holds fewer than `limits.lanes_max`. Result: listed or not."""
+
+    lane: str
+    incarnation: str
+
+
 Op = (
     Adopt
     | Load
@@ -165,6 +174,7 @@ Op = (
     | SetAttributes
     | Touch
     | CloseLog
+    | AddLane
 )
 
 # --- results ---------------------------------------------------------------------------------
@@ -296,6 +306,13 @@ def _apply_one(
             return True, True
         case Touch():
             return True, False
+        case AddLane():
+            if op.lane in st.lanes:
+                return True, False
+            if op.incarnation != st.incarnation or len(st.lanes) >= limits.lanes_max:
+                return False, False
+            st.lanes.append(op.lane)
+            return True, True
         case CloseLog():
             places = st.logs.pop(op.log, None)
             if places is None:

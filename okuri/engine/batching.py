@@ -85,6 +85,11 @@ class Batcher(Generic[T, R]):
         return self._gather_s if self.paced else 0.0
 
     @property
+    def closed(self) -> bool:
+        """Drained for shutdown: it takes nothing more."""
+        return self._closed
+
+    @property
     def pending(self) -> int:
         return len(self._pending)
 

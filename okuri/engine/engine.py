@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.browse import BrowsePage, PositionInvalid
+from okuri.core.browse import BrowsePage, PositionInvalid, lane_position
 from okuri.core.expiry import touch_due, validate_expires_s
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
@@ -22,10 +22,10 @@ from okuri.core.names import is_fifo_name, validate_queue_name
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import AckResult, DeadLetterResult, Touch, VisibilityResult
 from okuri.core.views import Counts, QueueView, counts, oldest_visible_sent_ms
-from okuri.engine.browse import browse, start_of
 from okuri.engine.cache import SegmentCache
 from okuri.engine.exchanges import Exchanges
 from okuri.engine.expiry import Expiry, ExpirySweeper
+from okuri.engine.lanes import Lanes
 from okuri.engine.move_tasks import MoveTasks, move_messages
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
@@ -53,10 +53,13 @@ class Engine:
         node_id: str | None = None,
         ack_logs: bool = False,
         quotas: Quotas | None = None,
+        lanes: bool = True,
     ) -> None:
         """`ack_logs`: this node, following another, answers deletes from ack logs of its own
         (okuri/engine/ack_logs.py): one write more per lease it forwards, for a delete that
-        waits for no hop. `quotas`: the operator's bounds (okuri/engine/quotas.py)."""
+        waits for no hop. `quotas`: the operator's bounds (okuri/engine/quotas.py). `lanes`:
+        this node opens a lane of its own in a queue whose slot log it shares with other
+        producing nodes (okuri/engine/lanes.py); off, it still serves lanes others opened."""
         self.store = store
         self.quotas = quotas or Quotas()
         self._queue_count = QueueCount(self.quotas, self.list_queues)
@@ -85,6 +88,8 @@ class Engine:
         self._tasks = Tasks()  # sweeps of queues the expiry sweeper deleted
         self._sweeper: asyncio.Task[None] | None = None
         self._queues: dict[str, Queue] = {}
+        self._lanes: dict[str, Lanes] = {}
+        self._lanes_on = lanes
         self._stopping = False
         self.moves = MoveTasks(self)
         self.exchanges = Exchanges(
@@ -100,6 +105,30 @@ class Engine:
             if self._stopping:
                 q.receiver.stop_waiting()
         return q
+
+    def lanes(self, name: str) -> Lanes:
+        """Queue `name` with its lanes, on this node (okuri/engine/lanes.py)."""
+        lanes = self._lanes.get(name)
+        if lanes is None:
+            lanes = self._lanes[name] = Lanes(
+                self.runtime(name), self._lane, self.store, self.clock, self.stats, self._lanes_on
+            )
+        return lanes
+
+    def _lane(self, name: str) -> Queue:
+        q = Queue(self._node, name, self._send_to)
+        if self._stopping:
+            q.receiver.stop_waiting()
+        return q
+
+    def _named(self, name: str) -> Queue:
+        """A queue, or a lane of one by its name (`keys.lane_name`), as peers name them."""
+        root, sep, lane = name.partition(keys.LANE_SEP)
+        if not sep:
+            return self.runtime(name)
+        if not lane or not lane.isalnum() or len(lane) > 32:
+            raise InvalidArgument(f"{name!r} names no lane", "QueueName")
+        return self.lanes(root).lane(name)
 
     async def _send_to(self, name: str, messages: Sequence[Message]) -> None:
         """Append dead-lettered messages to queue `name`, creating it if it is missing."""
@@ -210,9 +239,17 @@ class Engine:
     async def delete_queue(self, name: str) -> None:
         q = self.runtime(name)
         st = await q.refresh()
+        lanes = self.lanes(name)
+        gone = await lanes.delete() if st.lanes else []  # before the queue (lanes.py says why)
         await retrying(self.clock, lambda: self.store.delete(keys.manifest(name)))
+        if st.lanes or not (st.attrs.fifo or st.attrs.expires_s is not None):
+            gone += await lanes.delete_unlisted()  # listed while this delete went on
         q.forget()
+        lanes.forget()
         q.tasks.spawn(q.sweep())
+        for lane in dict.fromkeys(gone):
+            lq = lanes.lane(lane)
+            lq.tasks.spawn(lq.sweep_quietly())
         if st.attrs.expires_s is not None:
             await self.expiry.drop_marker(name)
 
@@ -220,8 +257,14 @@ class Engine:
         validate_expires_s(attrs.expires_s, "expires_s")
         check_attributes(self.quotas, attrs)
         await self.runtime(name).set_attributes(attrs)
+        await self._attributes_changed(name)
         if attrs.expires_s is not None:
             await self.expiry.ensure_marker(name)
+
+    async def _attributes_changed(self, name: str) -> None:
+        st = self.runtime(name).state
+        if st is not None and st.lanes:
+            await self.lanes(name).attributes_changed()
 
     async def update_attributes(
         self, name: str, change: Callable[[QueueAttrs], QueueAttrs], touch: bool = False
@@ -236,18 +279,23 @@ class Engine:
             return new
 
         st = await self.runtime(name).update_attrs(checked, touch)
+        await self._attributes_changed(name)
         if st.attrs.expires_s is not None:
             await self.expiry.ensure_marker(name)
         return QueueView.of(st)
 
     async def purge(self, name: str) -> None:
-        await self.runtime(name).purge()
+        await self.lanes(name).purge()
 
     async def counts(self, name: str) -> Counts:
-        return await self.runtime(name).counts()
+        return await self.lanes(name).counts()
 
     async def sweep(self, name: str) -> int:
-        return await self.runtime(name).sweep()
+        lanes = self.lanes(name)
+        swept = await lanes.root.sweep()
+        for q in lanes.listed():
+            swept += await q.sweep()
+        return swept
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -257,7 +305,7 @@ class Engine:
         """Send messages; each gets its result or its own error, in order."""
         if not requests:
             return []
-        results = await self.runtime(name).send(requests)
+        results = await self.lanes(name).send(requests)
         self.sent[name] += sum(1 for r in results if not isinstance(r, Exception))
         return results
 
@@ -288,7 +336,7 @@ class Engine:
             raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
         if wait_s is not None and not 0 <= wait_s <= limits.wait_s_max:
             raise InvalidArgument("WaitTimeSeconds must be 0 to 20", "WaitTimeSeconds")
-        return await self.runtime(name).receive(max_messages, visibility_s, wait_s, lease_ahead)
+        return await self.lanes(name).receive(max_messages, visibility_s, wait_s, lease_ahead)
 
     async def remember_receive(
         self, name: str, attempt: str, deliveries: Sequence[Delivery], keep_s: int
@@ -305,7 +353,9 @@ class Engine:
     async def ack(
         self, name: str, receipt_handles: Sequence[str]
     ) -> list[AckResult | ReceiptHandleInvalid]:
-        results = await self.runtime(name).ack(receipt_handles)
+        results = await self.lanes(name).by_receipt(
+            receipt_handles, lambda h: h, lambda q, hs: q.ack(hs)
+        )
         self.deleted[name] += sum(1 for r in results if r in ("acked", "logged"))
         return results
 
@@ -315,7 +365,9 @@ class Engine:
         for _, vis in entries:
             if not 0 <= vis <= limits.visibility_s_max:
                 raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
-        return await self.runtime(name).change_visibility(entries)
+        return await self.lanes(name).by_receipt(
+            entries, lambda e: e[0], lambda q, es: q.change_visibility(es)
+        )
 
     async def dead_letter(
         self, name: str, receipt_handles: Sequence[str]
@@ -324,7 +376,9 @@ class Engine:
         ("dead" each; "stale" when the receipt is not the newest or its lease ran out; "gone"
         when the message is finished). The dead-letter queue is the queue's target, else
         `{name}-dlq`, created if missing, as for messages past maxReceiveCount."""
-        return await self.runtime(name).dead_letter(receipt_handles)
+        return await self.lanes(name).by_receipt(
+            receipt_handles, lambda h: h, lambda q, hs: q.dead_letter(hs)
+        )
 
     async def browse(
         self, name: str, after: str | None = None, limit: int = limits.browse_items_default
@@ -335,10 +389,10 @@ class Engine:
         if not 1 <= limit <= limits.browse_items_max:
             raise InvalidArgument(f"limit must be 1 to {limits.browse_items_max}", "limit")
         try:
-            start = start_of(after)
+            lane_position(after)
         except PositionInvalid as err:
             raise InvalidArgument(str(err), "after") from err
-        return await browse(self.runtime(name), start, limit)
+        return await self.lanes(name).browse(after, limit)
 
     async def send_raw(self, name: str, messages: Sequence[Message]) -> None:
         """Append already-built messages (moves, redrive) keeping their ids and times."""
@@ -351,11 +405,10 @@ class Engine:
         the dead-letter queue directly) to the queue the `-dlq` convention names. For the
         tracked, paced, cancellable kind see `start_move_task`.
         """
-        source = self.runtime(dlq)
         moved = 0
         while moved < max_messages:
-            batch = await source.receive(
-                min(limits.receive_messages_max, max_messages - moved), 60, 0
+            batch = await self.receive(
+                dlq, min(limits.receive_messages_max, max_messages - moved), 60, 0
             )
             if not batch:
                 break
@@ -365,7 +418,7 @@ class Engine:
                 by_target.setdefault(dest, []).append(d)
             for dest, deliveries in by_target.items():
                 await move_messages(self, dest, deliveries)
-            await source.ack([d.receipt_handle for d in batch])
+            await self.ack(dlq, [d.receipt_handle for d in batch])
             moved += len(batch)
         return moved
 
@@ -400,7 +453,7 @@ class Engine:
         """
         req = decode_request(body)
         try:
-            rt = self.runtime(req.queue)
+            rt = self._named(req.queue)
         except InvalidArgument as err:
             raise PeerRequestInvalid(str(err)) from err
         return encode_reply(*await rt.commit_for_peer(req))
@@ -412,26 +465,38 @@ class Engine:
         through other nodes and not yet adopted are not included.
         """
         now = self.clock.now_ms()
-        return {
+        out = {
             name: counts(rt.state, now) for name, rt in self._queues.items() if rt.state is not None
         }
+        for name, lanes in self._lanes.items():
+            for q in lanes.known()[1:]:
+                if q.state is not None and name in out:
+                    out[name] = out[name] + counts(q.state, now)
+        return out
 
     def cached_oldest_visible_ms(self) -> dict[str, int | None]:
         """Per queue this node has touched: when its oldest visible message was sent (None for
         none), from cached manifests only, like `cached_counts`."""
         now = self.clock.now_ms()
-        return {
-            name: oldest_visible_sent_ms(rt.state, now)
-            for name, rt in self._queues.items()
-            if rt.state is not None
-        }
+        out: dict[str, int | None] = {}
+        for name, rt in self._queues.items():
+            lanes = self._lanes.get(name)
+            logs = lanes.known() if lanes is not None else [rt]
+            found = [oldest_visible_sent_ms(q.state, now) for q in logs if q.state is not None]
+            if found:
+                out[name] = min((t for t in found if t is not None), default=None)
+        return out
 
     def cached_unadopted_slots(self) -> dict[str, int]:
         """Per queue this node has touched: slots it knows to be written past the manifest's
         cursor (by its own producers or read by discovery). Costs no request."""
-        return {
-            name: n for name, q in self._queues.items() if (n := q.unadopted_slots()) is not None
-        }
+        out: dict[str, int] = {}
+        for name, rt in self._queues.items():
+            lanes = self._lanes.get(name)
+            for q in lanes.known() if lanes is not None else [rt]:
+                if (n := q.unadopted_slots()) is not None:
+                    out[name] = out.get(name, 0) + n
+        return out
 
     # --- expiry (okuri.engine.expiry) ---------------------------------------------------------
 
@@ -467,6 +532,7 @@ class Engine:
         self._stop_sweeper()
         await self._tasks.wait()
         await self.moves.close()
+        await asyncio.gather(*(lanes.close() for lanes in self._lanes.values()))
         await asyncio.gather(*(rt.close() for rt in self._queues.values()))
 
     def stop_waiting(self) -> None:
@@ -476,15 +542,20 @@ class Engine:
         self._stopping = True
         for rt in self._queues.values():
             rt.receiver.stop_waiting()
+        for lanes in self._lanes.values():
+            lanes.stop_waiting()
 
     def crash(self) -> None:
         """Drop everything in flight at once, as a killed process would (simulation only)."""
         self.moves.crash()
         self._stop_sweeper()
         self._tasks.cancel()
+        for lanes in self._lanes.values():
+            lanes.crash()
         for rt in self._queues.values():
             rt.crash()
         self._queues.clear()
+        self._lanes.clear()
 
 
 __all__ = ["Engine"]

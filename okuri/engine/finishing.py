@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 
+from okuri.core import keys
 from okuri.core.message import Message
 from okuri.core.move_records import dead_letter_target
 from okuri.core.receipts import Receipt
@@ -158,11 +159,10 @@ class Finisher:
         (each True when its lease was still the newest). `delivered`: the receive that leased
         them handed them to a consumer, so it counts among their receives."""
         st = await self.manifest.current()
+        queue = keys.root_of(self.name)  # a lane's messages are its queue's
         # The queue past maxReceiveCount; a queue with no limit may still name one for `dead`.
         target = (
-            dead_letter_target(self.name, st.attrs)
-            or st.attrs.dead_letter_queue
-            or f"{self.name}-dlq"
+            dead_letter_target(queue, st.attrs) or st.attrs.dead_letter_queue or f"{queue}-dlq"
         )
         deliveries = await self.slots.deliveries(st, grants)
         uncounted = 0 if delivered else 1
@@ -172,7 +172,7 @@ class Finisher:
                 replace(
                     d.message,
                     visible_at_ms=d.message.sent_ms,
-                    dead_letter_source=self.name,
+                    dead_letter_source=queue,
                     # A receive that moved it without delivering it does not count.
                     receives_before=d.receive_count - uncounted,
                     dedup_key=_dead_letter_key(d.message),

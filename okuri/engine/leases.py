@@ -23,7 +23,7 @@ from okuri.clock import Clock
 from okuri.core.expiry import touch_interval_ms
 from okuri.core.leadership import leader
 from okuri.core.state import QueueState
-from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release
+from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, Result
 from okuri.core.views import counts, current_lease, has_visible, next_expiry_ms
 from okuri.engine.ack_logs import AckLogs
 from okuri.engine.manifest import Manifest
@@ -72,6 +72,9 @@ class Receiver:
         self._tasks = tasks
         self._dead_letter = dead_letter
         self.buffer: list[_Buffered] = []
+        # Leases asked to be taken ahead by commits still on their way: counted with the
+        # buffer, or every receive in one window would lease a whole buffer ahead.
+        self._asked_ahead = 0
         self.waiters = 0
         self.stopping = False  # the node is shutting down: answer what is there, wait for nothing
         self._signal = asyncio.Event()
@@ -84,6 +87,20 @@ class Receiver:
         """Wake every long-poller of this queue on this node."""
         self._signal.set()
         self._signal = asyncio.Event()
+
+    def watch(self) -> asyncio.Event:
+        """Count a long poll that spans lanes (okuri/engine/lanes.py) as a waiter here, so
+        discovery runs for it: the event that wakes it. `unwatch` when it ends."""
+        self.waiters += 1
+        self._ensure_discovery()
+        return self._signal
+
+    def unwatch(self) -> None:
+        self.waiters -= 1
+
+    def holds_ahead(self) -> bool:
+        """Leases taken ahead wait here for the next receive."""
+        return bool(self.buffer)
 
     def stop_waiting(self) -> None:
         """End every long poll with what it has (usually nothing), now and from now on."""
@@ -150,21 +167,16 @@ class Receiver:
             target = self._lease_ahead_target(max_messages)
             if st.attrs.fifo:
                 target = max(target, limits.receive_messages_max)
-            extra = target - len(self.buffer)
+            extra = target - len(self.buffer) - self._asked_ahead
             if extra > 0 and vis_ms > 0 and lease_ahead:
                 ops.append(Lease(extra, vis_ms + int(self.hold_s * 1000), log_id))
-            if log_id:
-                # Its object is made beside the commit, before any receipt under it leaves.
-                opened = self._tasks.spawn(self.ack_logs.open(st.incarnation, log_id))
-                try:
-                    results = await self.manifest.commit(ops)
-                except BaseException:
-                    self.ack_logs.granted(log_id, [])  # maybe committed: no receipts under it
-                    raise
-                finally:
-                    await opened
             else:
-                results = await self.manifest.commit(ops)
+                extra = 0
+            self._asked_ahead += extra
+            try:
+                results = await self._commit_lease(st.incarnation, log_id, ops)
+            finally:
+                self._asked_ahead -= extra
             first = results[0]
             assert isinstance(first, LeaseResult)
             grants += first.granted
@@ -185,6 +197,19 @@ class Receiver:
                 # Moved before this receive answers, so the dead-letter queue has it at once.
                 await self._dead_letter(dead)
         return await self.slots.deliveries(await self.manifest.current(), grants)
+
+    async def _commit_lease(self, inc: str, log_id: str, ops: list[Op]) -> list[Result]:
+        if not log_id:
+            return await self.manifest.commit(ops)
+        # Its object is made beside the commit, before any receipt under it leaves.
+        opened = self._tasks.spawn(self.ack_logs.open(inc, log_id))
+        try:
+            return await self.manifest.commit(ops)
+        except BaseException:
+            self.ack_logs.granted(log_id, [])  # maybe committed: no receipts under it
+            raise
+        finally:
+            await opened
 
     async def _discover_for(self, max_messages: int) -> None:
         """Make sure the commit that leases `max_messages` can adopt them from the slot log.

@@ -126,6 +126,10 @@ class Manifest:
             linger_ms,
             self._flush,
             max_items=limits.commit_ops_max,
+            # Operations, not callers, bound a commit (and a forward, which a leader refuses
+            # past `commit_ops_max`): a release hands back a whole buffer at once.
+            size=lambda batch: len(batch[0]),
+            max_size=limits.commit_ops_max,
             gather_ms=limits.flush_gather_ms,
         )
 
@@ -181,6 +185,13 @@ class Manifest:
                 return await self.cell.create(fresh)  # the expired one is gone: ours now
         return st
 
+    async def create_lane(self, incarnation: str, attrs: QueueAttrs) -> QueueState:
+        """Create this lane's manifest (okuri/engine/lanes.py) for the queue's `incarnation`,
+        or return the one already there."""
+        now = self.clock.now_ms()
+        fresh = QueueState(self.name, incarnation, now, attrs, modified_ms=now)
+        return await self.cell.create(fresh)
+
     def _token(self) -> str:
         self._counter += 1
         return f"{self._node_id}.{self._counter}"
@@ -198,6 +209,8 @@ class Manifest:
         each to queue the other's forward behind its own, both would wait until a timeout. So
         while this node's own forward is out, a peer's operations commit at once, apart.
         """
+        if self.committer.closed:
+            raise Unavailable(f"this node is stopping: it commits nothing more to {self.name!r}")
         self._led_s = self.clock.monotonic_s()
         self._stats["peer_commit_ops"] += len(ops)
         if self._forwarding:

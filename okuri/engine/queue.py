@@ -218,10 +218,15 @@ class Queue:
     ) -> list[Delivery]:
         """Lease up to `max_messages`; `lease_ahead` off for a caller that is no consumer
         loop (a move task), whose extra leases would only hide messages from others."""
+        self.poke()
+        return await self.receiver.receive(max_messages, visibility_s, wait_s, lease_ahead)
+
+    def poke(self) -> None:
+        """A consumer asks: move in scheduled items that are due, and sweep when it is time
+        (in the background, each at its own pace)."""
         if self.clock.monotonic_s() - self._last_sweep_s >= limits.sweep_interval_s:
             self.tasks.spawn(self.sweep_quietly())
         self.scheduler.poke()
-        return await self.receiver.receive(max_messages, visibility_s, wait_s, lease_ahead)
 
     async def remember_receive(
         self, attempt: str, deliveries: Sequence[Delivery], keep_s: int

@@ -87,6 +87,9 @@ class SlotLog:
         self._tasks = tasks
         self._notify = notify
         self.head_hint = 0  # no free slot below this one (as far as this node knows)
+        # Told when another node's segment took the slot this node's producer picked: the
+        # queue's lanes (okuri/engine/lanes.py) give this node a slot log of its own.
+        self.contended: Callable[[], None] = lambda: None
         self.pace = CursorPace()
         # Slots at or above the cursor read (or written) here and not yet adopted; bounded by
         # what consumers asked for, since adoption takes them from the cursor up.
@@ -227,6 +230,7 @@ class SlotLog:
                 # Taken; after an unclear attempt on this very slot, maybe by our own write,
                 # which must not be written a second time elsewhere.
                 if slot != unsure or not await self._slot_holds(inc, slot, segment.sid):
+                    self.contended()
                     slot = await self.find_head(inc, slot + 1)
                     continue
             except Transient:

@@ -228,6 +228,7 @@ class Server:
             self.clock,
             linger_ms=settings.linger_ms,
             ack_logs=settings.ack_logs,
+            lanes=settings.lanes,
             node_id=self.node_id,
             quotas=settings.quotas,
         )

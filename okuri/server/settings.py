@@ -98,6 +98,10 @@ OPTIONS: tuple[Option, ...] = (
            "a node that forwards its commits answers deletes once they are in a log object of "
            "its own, without waiting for the leader: 'on', 'off', or 'auto' (on for a local "
            "directory, off on S3, where each lease would cost one PUT more)", "auto|on|off"),
+    Option("lanes", "on",
+           "a node whose producers meet another node's in a standard queue's slot log opens a "
+           "lane of its own (its own slot log and manifest): 'on', or 'off' to keep writing the "
+           "queue's shared log (lanes other nodes opened are served either way)", "on|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
     Option("regions", None,
            "comma-separated regions served besides AWS's own and --region, in AWS's form "
@@ -236,6 +240,7 @@ class Settings:
     read_timeout_s: int = limits.read_timeout_s_default
     expiry_sweep_s: int = limits.expiry_sweep_s_default
     ack_logs: bool = False
+    lanes: bool = True
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_client_ca: str | None = None
@@ -391,6 +396,7 @@ class Settings:
             ack_logs={"on": True, "off": False, "auto": bucket is None}[
                 raw.choice("ack_logs", ("auto", "on", "off"))
             ],
+            lanes=raw.choice("lanes", ("on", "off")) == "on",
             tls_cert=tls_cert,
             tls_key=tls_key,
             tls_client_ca=raw.optional("tls_client_ca"),

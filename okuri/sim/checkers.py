@@ -62,7 +62,7 @@ def _is_dlq(queue: str) -> bool:
     return queue.removesuffix(".fifo").endswith("-dlq")
 
 
-Copy = tuple[str, str, int]  # (queue, message id, slot): one copy of a message
+Copy = tuple[str, str, str]  # (queue, message id, slot): one copy of a message
 
 
 def _by_message(h: History) -> dict[Copy, list[Delivered]]:

@@ -50,7 +50,7 @@ class Delivered:
     sent_s: float = 0.0  # the message's send time by the sending node's clock, run seconds
     receive_id: int = 0  # which receive call delivered it: one call may deliver several of a group
     visibility_s: float = 0.0  # the lease the receive asked for (or the queue's default)
-    slot: int = 0  # the slot the delivered copy is in (its receipt's)
+    slot: str = ""  # the lane and slot the delivered copy is in (its receipt's)
 
 
 UNANSWERED = "unanswered"  # a delete or visibility change whose node crashed before answering
@@ -64,7 +64,7 @@ class Acked:
     result: str  # an AckResult, or UNANSWERED (FIFO runs record those: they may have landed)
     start: float
     end: float
-    slot: int = 0  # the slot of the delivered copy (Delivered.slot)
+    slot: str = ""  # the lane and slot of the delivered copy (Delivered.slot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ class DeadLettered:
 
     queue: str
     message_id: str
-    slot: int
+    slot: str
     result: str  # a DeadLetterResult, or UNANSWERED
     start: float
     end: float

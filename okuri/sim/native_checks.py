@@ -73,7 +73,7 @@ def lease_kept(h: History, queue: str, skew_s: float) -> list[Violation]:
 
 
 def dead_is_final(h: History, queue: str, dlq: str) -> list[Violation]:
-    dead_at: dict[tuple[str, int], float] = {}
+    dead_at: dict[tuple[str, str], float] = {}
     for x in h.dead:
         if x.queue == queue and x.result == "dead":
             key = (x.message_id, x.slot)

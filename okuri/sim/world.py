@@ -59,9 +59,11 @@ def run_s(epoch_ms: int) -> float:
     return (epoch_ms - EPOCH_MS) / 1000
 
 
-def slot_of(d: Delivery) -> int:
-    """The slot a delivered copy is in, from its receipt."""
-    return Receipt.decode(d.receipt_handle).seq
+def slot_of(d: Delivery) -> str:
+    """The slot a delivered copy is in, from its receipt: its lane's name (okuri/engine/lanes.py)
+    and number, since each lane numbers its slots from 0."""
+    receipt = Receipt.decode(d.receipt_handle)
+    return f"{receipt.queue}/{receipt.seq}"
 
 
 class NodeDown(Exception):
@@ -473,7 +475,7 @@ class World:
         await asyncio.sleep(1)
         manifests = 0
         for key, blob in sorted(self.memory.objects.items()):
-            if key.startswith(keys.MANIFESTS):
+            if key.startswith((keys.MANIFESTS, keys.LANES)):  # a queue's, or a lane's
                 manifests += 1
                 st = decode_state(blob.data)
                 check_state(st)

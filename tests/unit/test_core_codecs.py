@@ -133,7 +133,7 @@ def _manifest_json(**changes: object) -> bytes:
         pytest.param(b"17", id="top-level-number"),
         pytest.param(b'"manifest"', id="top-level-string"),
         pytest.param(b"{}", id="empty-object"),
-        pytest.param(_manifest_json(f=3), id="future-format"),
+        pytest.param(_manifest_json(f=4), id="future-format"),
         pytest.param(_manifest_json(f=None), id="no-format"),
         pytest.param(_manifest_json(segs={"7": 1}), id="segs-not-a-list"),
         pytest.param(_manifest_json(segs=[[7, "sid", 2, T0, "zz", []]]), id="done-not-hex"),

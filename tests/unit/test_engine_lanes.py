@@ -1,0 +1,274 @@
+"""Lanes (okuri/engine/lanes.py): a node that meets another's segments in a queue's slot log
+opens a slot log and manifest of its own, listed in the queue's manifest; receives, deletes,
+counts, browsing, attributes, purge and deletion span them all. Virtual time, one memory store,
+engines that forward commits to each other in process."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from okuri import limits
+from okuri.clock import LoopClock
+from okuri.core import keys
+from okuri.core.invariants import InvariantViolation, check_step
+from okuri.core.state import QueueAttrs, QueueState
+from okuri.core.transitions import AddLane, apply
+from okuri.engine import Engine, SendRequest
+from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
+from okuri.sim.loop import run_virtual
+from okuri.sim.world import EPOCH_MS
+from okuri.store.memory import MemoryStore
+
+Q = "jobs"
+LINGER_MS = 20
+
+
+class Wire:
+    """The hop between engines, in process."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Engine] = {}
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        await asyncio.sleep(0.001)
+        return await self.nodes[url].commit_for_peer(body)
+
+
+def cluster(store: MemoryStore, n: int = 2, lanes_off: int = 0) -> list[Engine]:
+    """`n` nodes on `store`, the last `lanes_off` of them never opening a lane."""
+    wire = Wire()
+    out = []
+    for i in range(n):
+        on = i < n - lanes_off
+        e = Engine(store, LoopClock(EPOCH_MS, random.Random(i)), LINGER_MS, f"n{i}", lanes=on)
+        e.peering.client, e.peering.url = wire, f"sim://n{i}"
+        wire.nodes[e.peering.url] = e
+        out.append(e)
+    return out
+
+
+def batch(tag: str, n: int = 10) -> list[SendRequest]:
+    return [SendRequest(f"{tag}-{i}".encode()) for i in range(n)]
+
+
+async def send_together(
+    nodes: list[Engine], rounds: int, queue: str = Q, first: int = 0
+) -> set[bytes]:
+    """Every node sends a batch at once, `rounds` times: they race for the same slots."""
+    sent: set[bytes] = set()
+    for r in range(first, first + rounds):
+        results = await asyncio.gather(*(e.send(queue, batch(f"{e.node_id}-{r}")) for e in nodes))
+        for e, res in zip(nodes, results, strict=True):
+            assert not any(isinstance(x, Exception) for x in res), res
+            sent.update(f"{e.node_id}-{r}-{i}".encode() for i in range(10))
+    return sent
+
+
+async def drain(nodes: list[Engine], queue: str = Q) -> list[bytes]:
+    """Receive and delete until two rounds in a row find nothing; every body received."""
+    got: list[bytes] = []
+    empty = 0
+    while empty < 2:
+        moved = 0
+        for e in nodes:
+            ds = await e.receive(queue, 10, 30, 1)
+            assert all(r == "acked" for r in await e.ack(queue, [d.receipt_handle for d in ds]))
+            got += [d.message.body for d in ds]
+            moved += len(ds)
+        empty = empty + 1 if moved == 0 else 0
+    return got
+
+
+async def close(nodes: list[Engine]) -> None:
+    for e in nodes:
+        await e.close()
+
+
+def test_producers_on_two_nodes_open_a_lane_and_every_message_is_delivered_once() -> None:
+    async def scenario() -> tuple[QueueState, set[bytes], list[bytes], int]:
+        store = MemoryStore()
+        nodes = cluster(store)
+        await nodes[0].create_queue(Q)
+        sent = await send_together(nodes, 6)
+        sent |= await send_together(nodes, 4, first=6)  # sent once the lane is open
+        st = await nodes[0].read_manifest(Q)
+        got = await drain(nodes)
+        lane_keys = sum(1 for k in store.objects if k.startswith(keys.lanes_of_queue(Q)))
+        await close(nodes)
+        return st, sent, got, lane_keys
+
+    st, sent, got, lane_keys = run_virtual(scenario())
+    assert 1 <= len(st.lanes) <= 2 and lane_keys == len(st.lanes)  # one per node that lost a race
+    assert sorted(got) == sorted(sent)  # each once
+
+
+def test_a_node_alone_never_opens_a_lane() -> None:
+    async def scenario() -> QueueState:
+        store = MemoryStore()
+        (a,) = cluster(store, 1)
+        await a.create_queue(Q)
+        for r in range(20):
+            await asyncio.gather(*(a.send(Q, batch(f"{r}-{k}")) for k in range(3)))
+        st = await a.read_manifest(Q)
+        await a.close()
+        return st
+
+    assert run_virtual(scenario()).lanes == []
+
+
+def test_a_node_with_lanes_off_keeps_the_shared_log_and_still_serves_lanes() -> None:
+    async def scenario() -> tuple[list[str], list[bytes], set[bytes]]:
+        store = MemoryStore()
+        a, b, off = cluster(store, 3, lanes_off=1)
+        await a.create_queue(Q)
+        sent = await send_together([a, b], 6)
+        lanes = (await a.read_manifest(Q)).lanes
+        # Racing the node that kept the shared log (if one did), it opens no lane of its own.
+        keeper = [e for e in (a, b) if e.lanes(Q).own is None]
+        more = await send_together([*keeper, off], 6, first=6)
+        more |= await send_together([off], 1, first=12)
+        lanes_after = (await a.read_manifest(Q)).lanes
+        got = await drain([off])
+        await close([a, b, off])
+        assert off.lanes(Q).own is None
+        assert len(lanes_after) == len(lanes) + len(keeper)  # the keeper may open one
+        return lanes, got, sent | more
+
+    lanes, got, sent = run_virtual(scenario())
+    assert 1 <= len(lanes) <= 2
+    assert sorted(got) == sorted(sent)
+
+
+def test_fifo_and_expiring_queues_never_open_lanes() -> None:
+    async def scenario() -> list[list[str]]:
+        store = MemoryStore()
+        nodes = cluster(store)
+        await nodes[0].create_queue("q.fifo", QueueAttrs(fifo=True))
+        await nodes[0].create_queue("exp", QueueAttrs(expires_s=3600))
+        for r in range(6):
+            await asyncio.gather(
+                *(
+                    e.send("q.fifo", [SendRequest(b"x", group_id="g", dedup_id=f"{e.node_id}{r}")])
+                    for e in nodes
+                )
+            )
+        await send_together(nodes, 6, "exp")
+        out = [(await nodes[0].read_manifest(q)).lanes for q in ("q.fifo", "exp")]
+        await close(nodes)
+        return out
+
+    assert run_virtual(scenario()) == [[], []]
+
+
+def test_receipts_of_a_lane_delete_and_change_visibility_through_any_node() -> None:
+    async def scenario() -> tuple[list[object], list[object], list[object], int]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await a.create_queue("other")
+        await send_together([a, b], 6)
+        received = []
+        for _ in range(20):
+            received += await b.receive(Q, 10, 30, 0)
+        in_lane = [d for d in received if keys.LANE_SEP in _receipt_queue(d.receipt_handle)]
+        assert in_lane, "no message came from the lane"
+        handles = [d.receipt_handle for d in in_lane[:3]]
+        vis = await a.change_visibility(Q, [(h, 60) for h in handles])
+        acks = await a.ack(Q, handles)
+        elsewhere = await a.ack("other", handles[:1])
+        counts = await a.counts(Q)
+        await close([a, b])
+        return vis, acks, elsewhere, counts.in_flight
+
+    vis, acks, elsewhere, in_flight = run_virtual(scenario())
+    assert vis == ["ok"] * 3
+    assert acks == ["acked"] * 3
+    assert isinstance(elsewhere[0], ReceiptHandleInvalid)
+    assert in_flight > 0  # the rest stay in flight, counted across the queue and its lanes
+
+
+def _receipt_queue(handle: str) -> str:
+    from okuri.core.receipts import Receipt
+
+    return Receipt.decode(handle).queue
+
+
+def test_counts_browse_attributes_and_purge_span_the_lanes() -> None:
+    async def scenario() -> tuple[int, int, int, list[int], int]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        sent = await send_together([a, b], 6)
+        st = await a.read_manifest(Q)
+        assert st.lanes
+        visible = (await b.counts(Q)).visible
+        seen, after, pages = 0, None, 0
+        while True:
+            page = await b.browse(Q, after, 7)
+            seen += len(page.messages)
+            pages += 1
+            if page.next is None:
+                break
+            after = page.next
+        await a.set_attributes(Q, QueueAttrs(visibility_timeout_s=77))
+        lane_vis = [
+            (await a.lanes(Q).lane(keys.lane_name(Q, lane)).refresh()).attrs.visibility_timeout_s
+            for lane in st.lanes
+        ]
+        await a.purge(Q)
+        left = (await b.counts(Q)).visible
+        await close([a, b])
+        assert visible == len(sent)
+        return seen, pages, visible, lane_vis, left
+
+    seen, pages, visible, lane_vis, left = run_virtual(scenario())
+    assert seen == visible and pages > 1
+    assert lane_vis == [77] * len(lane_vis)
+    assert left == 0
+
+
+def test_deleting_the_queue_deletes_its_lanes_and_sends_then_fail() -> None:
+    async def scenario() -> tuple[list[str], BaseException | list[object]]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        await a.delete_queue(Q)
+        await asyncio.sleep(limits.freed_slot_keep_s + 5)
+        left = sorted(k for k in store.objects if k.startswith(("l/", "s/", "m/")))
+        try:
+            after: BaseException | list[object] = list(await b.send(Q, batch("late")))
+        except QueueDoesNotExist as err:
+            after = err
+        await close([a, b])
+        return left, after
+
+    left, after = run_virtual(scenario())
+    assert left == []
+    assert isinstance(after, QueueDoesNotExist) or all(
+        isinstance(r, QueueDoesNotExist)
+        for r in after  # type: ignore[union-attr]
+    )
+
+
+# --- the pure rules ---------------------------------------------------------------------------
+
+
+def test_add_lane_lists_once_within_the_bound_and_only_for_its_incarnation() -> None:
+    st = QueueState(Q, "inc", 0, QueueAttrs())
+    out = apply(st, 1, [AddLane("a", "inc"), AddLane("a", "inc"), AddLane("b", "old")], "t")
+    assert out.results == [True, True, False] and out.state.lanes == ["a"]
+    full = QueueState(Q, "inc", 0, QueueAttrs(), lanes=[f"l{i}" for i in range(limits.lanes_max)])
+    assert apply(full, 1, [AddLane("x", "inc")], "t").results == [False]
+
+
+def test_a_listed_lane_is_never_dropped() -> None:
+    old = QueueState(Q, "inc", 0, QueueAttrs(), lanes=["a", "b"])
+    new = old.copy()
+    new.version += 1
+    new.lanes = ["b"]
+    with pytest.raises(InvariantViolation, match="lanes_kept"):
+        check_step(old, new)
