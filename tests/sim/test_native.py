@@ -98,7 +98,7 @@ def test_a_delivery_inside_a_changed_lease_is_a_violation_unless_a_later_change_
 
 def test_dead_means_never_again_from_the_source_and_once_in_the_dead_letter_queue() -> None:
     h = history()
-    h.dead.append(DeadLettered(Q, "m1", 0, "dead", 1000.0, 1000.1))
+    h.dead.append(DeadLettered(Q, "m1", "", "dead", 1000.0, 1000.1))
     (v,) = check_native(h, Q, DLQ, skew_s=1.0)
     assert v.invariant == "dead_is_final" and "never delivered" in v.detail
     h.delivered.append(Delivered(DLQ, "m1", b"a", 1, 1001.0, 1001.1, Q))
