@@ -24,6 +24,11 @@ Measured, on the store side of each node: requests by price class (okuri.store.c
 its manifest compare-and-swaps that landed (commits) or found the manifest changed (conflicts,
 a 412). Priced as bench/cost.py prices (PUT/COPY/POST/LIST $5.00, GET $0.40 per million,
 DELETE free).
+
+Two more modes share this command: `--open-loop` (bench/scaleout_open.py) offers fixed rates
+and searches each node count's capacity, saying which bound refused each rate tried;
+`--processes` (bench/scaleout_processes.py) runs real `okuri serve` nodes under one offered
+rate, 1 node beside N, with the simulator's run at that rate beside them.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from bench.cost import (
     pricing_note,
     requests_usd_per_million,
 )
+from bench.flags import bounded
+from bench.latency_proxy import LATENCY_MS_MAX
+from bench.servers import BenchError
 from okuri import limits
 from okuri.clock import LoopClock
 from okuri.engine import Engine, SendRequest
@@ -264,58 +272,144 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cli_main(argv: list[str]) -> int:
+STORE_CHOICES = ("local", "s3", "both")
+OPEN_LOOP_FLAGS = ("window_s", "steps", "consumers_per_node", "start_rate")
+PROCESS_FLAGS = ("store", "rate", "latency_ms")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here: the open-loop and process modules build on this one's constants.
+    from bench import scaleout_open, scaleout_processes
+
     parser = argparse.ArgumentParser(
         prog="python -m bench scaleout",
         description="one queue on 1 to 16 simulated nodes: throughput, contention and cost",
     )
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--nodes",
         type=lambda s: tuple(int(n) for n in s.split(",")),
-        default=NODE_COUNTS,
-        help="node counts, comma-separated (default 1,2,4,8,16)",
+        default=None,
+        help="node counts, comma-separated (default 1,2,4,8,16; with --processes 1,3)",
     )
-    parser.add_argument(
-        "--duration", type=float, default=DURATION_S, help="simulated seconds of load per row"
-    )
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument(
+    add("--duration", type=float, default=DURATION_S, help="simulated seconds of load per row")
+    add("--seed", type=int, default=1)
+    add("--json", action="store_true", help="print one JSON object")
+    add(
         "--open-loop",
         action="store_true",
         help="offer fixed rates instead: each node count's capacity (bench/scaleout_open.py)",
     )
-    parser.add_argument(
-        "--window-s", type=float, default=None, help="open loop: simulated seconds per rate (60)"
+    add(
+        "--processes",
+        action="store_true",
+        help="real okuri serve processes under one offered rate, 1 node beside N, with the "
+        "simulator's run beside them (bench/scaleout_processes.py)",
     )
-    parser.add_argument("--steps", type=int, default=None, help="open loop: runs per node count")
-    parser.add_argument(
-        "--consumers-per-node", type=int, default=None, help="open loop: consumers per node (8)"
+    add(
+        "--window-s",
+        type=bounded(float, 0.1, max(scaleout_open.WINDOW_S_MAX, scaleout_processes.SECONDS_MAX)),
+        default=None,
+        help="open loop: simulated seconds per rate (60); processes: the measured window (20)",
     )
+    add("--steps", type=int, default=None, help="open loop: runs per node count")
+    add(
+        "--consumers-per-node",
+        type=int,
+        default=None,
+        help="open loop and processes: consumers per node (8)",
+    )
+    add(
+        "--start-rate",
+        type=bounded(float, scaleout_open.RATE_MIN, scaleout_open.RATE_MAX),
+        default=None,
+        metavar="PER_NODE",
+        help=f"open loop: messages/s per node the search starts from "
+        f"({scaleout_open.START_RATE_PER_NODE:g})",
+    )
+    add(
+        "--store",
+        choices=STORE_CHOICES,
+        default=None,
+        help="processes: what the nodes share: a directory, a bucket on moto's S3 behind the "
+        "latency proxy, or both in turn (s3)",
+    )
+    add(
+        "--rate",
+        type=bounded(float, scaleout_processes.RATE_MIN, scaleout_processes.RATE_MAX),
+        default=None,
+        help=f"processes: messages/s offered in all, the same on every node count "
+        f"({scaleout_processes.RATE_DEFAULT:g})",
+    )
+    add(
+        "--latency-ms",
+        type=bounded(float, 0, LATENCY_MS_MAX),
+        default=None,
+        help=f"processes: the proxy's delay of each S3 answer "
+        f"({scaleout_processes.LATENCY_MS_DEFAULT:g})",
+    )
+    return parser
+
+
+def _given(args: argparse.Namespace, names: Sequence[str]) -> bool:
+    return any(getattr(args, name) is not None for name in names)
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def cli_main(argv: list[str]) -> int:
+    from bench import scaleout_open, scaleout_processes
+
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if not args.open_loop:
-        if (args.window_s, args.steps, args.consumers_per_node) != (None, None, None):
-            parser.error("--window-s, --steps and --consumers-per-node need --open-loop")
+    if args.open_loop and args.processes:
+        parser.error("--open-loop and --processes are two modes: give one")
+    if not args.processes and _given(args, PROCESS_FLAGS):
+        parser.error("--store, --rate and --latency-ms need --processes")
+    if args.processes and _given(args, ("steps", "start_rate")):
+        parser.error("--steps and --start-rate need --open-loop")
+    if not args.open_loop and not args.processes and _given(args, OPEN_LOOP_FLAGS):
+        parser.error("--window-s, --steps, --consumers-per-node and --start-rate need --open-loop")
+    if args.processes:
+        store = _or(args.store, "s3")
+        opts = scaleout_processes.Options(
+            node_counts=_or(args.nodes, scaleout_processes.NODE_COUNTS),
+            stores=scaleout_processes.STORES if store == "both" else (store,),
+            rate_per_s=_or(args.rate, scaleout_processes.RATE_DEFAULT),
+            seconds=_or(args.window_s, scaleout_processes.SECONDS_DEFAULT),
+            consumers_per_node=_or(args.consumers_per_node, scaleout_processes.CONSUMERS_PER_NODE),
+            latency_ms=_or(args.latency_ms, scaleout_processes.LATENCY_MS_DEFAULT),
+            seed=args.seed,
+        )
         try:
-            result = measure(args.nodes, args.duration, args.seed)
+            opts.check()
+        except ValueError as err:
+            parser.error(str(err))
+        try:
+            real = scaleout_processes.measure(opts)
+        except BenchError as err:
+            print(f"python -m bench scaleout: error: {err}", file=sys.stderr)
+            return 1
+        print(json.dumps(real) if args.json else scaleout_processes.render(real))
+        return 0
+    nodes = _or(args.nodes, NODE_COUNTS)
+    if not args.open_loop:
+        try:
+            result = measure(nodes, args.duration, args.seed)
         except ValueError as err:
             parser.error(str(err))
         print(json.dumps(result) if args.json else render(result))
         return 0
-    # Imported here: the open-loop module builds on this one's constants.
-    from bench import scaleout_open
-
     try:
         opened = scaleout_open.measure(
-            args.nodes,
-            scaleout_open.WINDOW_S if args.window_s is None else args.window_s,
+            nodes,
+            _or(args.window_s, scaleout_open.WINDOW_S),
             args.seed,
-            scaleout_open.STEPS if args.steps is None else args.steps,
-            (
-                scaleout_open.CONSUMERS_PER_NODE
-                if args.consumers_per_node is None
-                else args.consumers_per_node
-            ),
+            _or(args.steps, scaleout_open.STEPS),
+            _or(args.consumers_per_node, scaleout_open.CONSUMERS_PER_NODE),
+            _or(args.start_rate, scaleout_open.START_RATE_PER_NODE),
         )
     except ValueError as err:
         parser.error(str(err))

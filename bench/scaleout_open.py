@@ -6,11 +6,14 @@ where throughput levels off but not what a cluster can carry. Here producers off
 whether or not earlier sends were answered, and each node's `consumers_per_node` consumers
 receive (long poll, up to ten) and delete as fast as they are answered. A rate is carried when,
 after `window_s` of simulated time at that rate and `GRACE_S` more for the last sends to
-arrive, at least `DELETED_FRACTION_MIN` of the messages offered were deleted and the p99 from
+arrive, at least `DELETED_FRACTION_MIN` of the messages offered were deleted, the p99 from
 offer to first receive (a message never received counts as slower than any) is at most
-`P99_S_MAX`: the backlog stayed bounded. For each node count a bounded search finds the highest
-carried rate: from a start rate, double while carried (halve while not), then bisect, at most
-`steps` runs. The search looks only at simulated figures, so it is the same on every machine.
+`P99_S_MAX`, and no producer dropped a batch at its in-flight cap: the backlog stayed bounded.
+Each run names the bounds that refused it (`refused_by`) and the simulated time each engine
+call took (send, a receive that returned messages, ack: p50/p90/p99), so a refused rate says
+why. For each node count a bounded search finds the highest carried rate: from a start rate,
+double while carried (halve while not), then bisect, at most `steps` runs. The search looks
+only at simulated figures, so it is the same on every machine.
 
 CPU: the simulator charges no time for computation, so each node's work is timed in real
 seconds (bench/cpu_meter.py says how) and divided by the simulated seconds of the window; a row
@@ -31,6 +34,7 @@ from typing import Any
 from bench.cost import per_message, pricing_note, requests_usd_per_million
 from bench.cpu_meter import CpuMeter
 from bench.floor import machine_loop_s
+from bench.measure import LatencyHistogram
 from bench.scaleout import (
     BATCH_MESSAGES,
     BODY_BYTES,
@@ -63,6 +67,13 @@ DELETED_FRACTION_MIN = 0.98
 P99_S_MAX = 1.0
 CPU_CORE_FRACTION_MAX = 0.7
 SENDS_IN_FLIGHT_MAX = 200  # per producer: a batch offered beyond this is dropped (not carried)
+# The bounds a run can break, as `refused_by` names them, in this order.
+BOUND_DELETED = "deleted"  # under DELETED_FRACTION_MIN of the offered messages deleted
+BOUND_P99 = "p99"  # offer to first receive above P99_S_MAX at the 99th percentile
+BOUND_DROPPED = "dropped"  # a producer dropped batches at SENDS_IN_FLIGHT_MAX
+BOUNDS = (BOUND_DELETED, BOUND_P99, BOUND_DROPPED)
+OPERATIONS = ("send", "receive", "ack")  # engine calls timed; a receive only when it got some
+QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 CPU_METHOD = (
     "cpu: each node's engine and store work timed with perf_counter per task step (the "
     "simulated nodes share one process), per simulated second of the window; a row counts only "
@@ -78,6 +89,10 @@ class _Tally:
     deleted: int = 0
     received: set[int] = field(default_factory=set)
     latencies_s: list[float] = field(default_factory=list)
+    # Simulated seconds per engine call, by operation (OPERATIONS).
+    calls: dict[str, LatencyHistogram] = field(
+        default_factory=lambda: {op: LatencyHistogram() for op in OPERATIONS}
+    )
 
 
 class _Wire:
@@ -102,6 +117,28 @@ def _p99_s(latencies_s: list[float], never: int) -> float:
     if not ordered:
         return math.inf
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+def refused_by(offered: int, deleted: int, dropped: int, p99_s: float) -> list[str]:
+    """The bounds a run broke (BOUNDS' order); empty when the rate was carried.
+
+    Pure, and only over simulated figures, so the search it steers is the same everywhere."""
+    broken = []
+    if deleted < DELETED_FRACTION_MIN * offered:
+        broken.append(BOUND_DELETED)
+    if p99_s > P99_S_MAX:
+        broken.append(BOUND_P99)
+    if dropped > 0:
+        broken.append(BOUND_DROPPED)
+    return broken
+
+
+def _percentiles_ms(hist: LatencyHistogram) -> dict[str, float | None]:
+    """p50/p90/p99 of one operation's calls in ms (None: no call made)."""
+    return {
+        name: None if (ms := hist.percentile_ms(q)) is None else round(ms, 1)
+        for name, q in QUANTILES.items()
+    }
 
 
 async def _run(
@@ -139,7 +176,9 @@ async def _run(
             SendRequest(f"{offered_s:.6f}/{first + k}".encode().ljust(BODY_BYTES, b"x"))
             for k in range(BATCH_MESSAGES)
         ]
+        began = loop.time()
         await meter.on_node(label, engine.send(QUEUE, requests))
+        tally.calls["send"].add(loop.time() - began)
 
     async def produce(label: str, engine: Engine, j: int) -> None:
         in_flight: set[asyncio.Task[None]] = set()
@@ -160,9 +199,12 @@ async def _run(
     async def consume(label: str, engine: Engine) -> None:
         while loop.time() < end:
             wait_s = min(WAIT_S, max(1, math.ceil(end - loop.time())))
+            began = loop.time()
             got = await meter.on_node(
                 label, engine.receive(QUEUE, limits.receive_messages_max, None, wait_s)
             )
+            if got:  # a long poll that waited out its time says nothing of the engine
+                tally.calls["receive"].add(loop.time() - began)
             now_s = loop.time() - start
             for d in got:
                 offered_s, _, seq = d.message.body.rstrip(b"x").decode().partition("/")
@@ -170,9 +212,11 @@ async def _run(
                     tally.received.add(int(seq))
                     tally.latencies_s.append(now_s - float(offered_s))
             if got:
+                began = loop.time()
                 results = await meter.on_node(
                     label, engine.ack(QUEUE, [d.receipt_handle for d in got])
                 )
+                tally.calls["ack"].add(loop.time() - began)
                 tally.deleted += sum(1 for r in results if r == "acked")
 
     in_window: dict[str, float] = {}
@@ -207,13 +251,16 @@ async def _run(
     requests = per_message(counts, tally.deleted)
     p99_s = _p99_s(tally.latencies_s, tally.offered - len(tally.received))
     cpu = [in_window.get(label, 0.0) / window_s for label, _, _ in cluster]
+    broken = refused_by(tally.offered, tally.deleted, tally.dropped, p99_s)
     return {
         "rate_per_s": rate,
         "messages_offered": tally.offered,
         "messages_dropped": tally.dropped,
         "messages_deleted": tally.deleted,
         "p99_ms": None if math.isinf(p99_s) else round(p99_s * 1000),
-        "carried": tally.deleted >= DELETED_FRACTION_MIN * tally.offered and p99_s <= P99_S_MAX,
+        "carried": not broken,
+        "refused_by": broken,
+        "ops_ms": {op: _percentiles_ms(tally.calls[op]) for op in OPERATIONS},
         "gets_per_message": round(requests["get"], 4),
         "usd_per_million": round(requests_usd_per_million(requests), 4),
         "cpu_core_per_node": [round(c, 3) for c in cpu],
@@ -221,6 +268,13 @@ async def _run(
         "cpu_process_s": round(cpu_process_s, 3),
         "simulated_s": round(elapsed_s, 3),
     }
+
+
+def run_once(
+    nodes: int, rate: float, window_s: float, consumers_per_node: int, seed: int
+) -> dict[str, Any]:
+    """One simulated run at `rate` messages/s offered (what the search tries at each step)."""
+    return run_virtual(_run(nodes, rate, window_s, consumers_per_node, seed))
 
 
 def _rounded(rate: float) -> float:
@@ -280,7 +334,7 @@ def measure(
     for n in node_counts:
 
         def run(rate: float, n: int = n) -> dict[str, Any]:
-            return run_virtual(_run(n, rate, window_s, consumers_per_node, seed))
+            return run_once(n, rate, window_s, consumers_per_node, seed)
 
         best, tried = search(run, start_rate_per_node * n, steps)
         cpu_max = max(best["cpu_core_per_node"]) if best is not None else None
@@ -291,7 +345,7 @@ def measure(
                 "best": best,
                 "cpu_core_per_node_max": cpu_max,
                 "counts": cpu_max is not None and cpu_max < CPU_CORE_FRACTION_MAX,
-                "tried": [(t["rate_per_s"], t["carried"]) for t in tried],
+                "tried": tried,
             }
         )
     return {
@@ -311,6 +365,19 @@ def measure(
         "machine": {"python_loop_10m_s": round(machine_loop_s(), 3)},
         "rows": rows,
     }
+
+
+def tried_text(tried: Sequence[dict[str, Any]]) -> str:
+    """Each rate a search tried, in order: `800x(p99)` for one refused by the p99 bound."""
+    return ", ".join(
+        f"{t['rate_per_s']:.0f}" + ("" if t["carried"] else f"x({'+'.join(t['refused_by'])})")
+        for t in tried
+    )
+
+
+def _p50_p99(ms: dict[str, float | None]) -> str:
+    p50, p99 = ms["p50"], ms["p99"]
+    return "-" if p50 is None or p99 is None else f"{p50:.0f}/{p99:.0f}"
 
 
 def render(result: dict[str, Any]) -> str:
@@ -338,8 +405,21 @@ def render(result: dict[str, Any]) -> str:
             f" {p99 if p99 is not None else '-':>7} {r['cpu_core_per_node_max']:13.2f}"
             f"  {'yes' if r['counts'] else 'no'}"
         )
+    lines += ["", "rates tried, in order (x: refused, and the bounds that refused it):"]
+    lines += [f"{r['nodes']:5d}  {tried_text(r['tried'])}" for r in result["rows"]]
+    lines += ["", "engine calls at capacity, simulated ms p50/p99 (receive: those that got some)"]
+    lines.append("nodes  " + "  ".join(f"{op:>13}" for op in OPERATIONS))
+    for r in result["rows"]:
+        if r["best"] is not None:
+            ops = r["best"]["ops_ms"]
+            lines.append(
+                f"{r['nodes']:5d}  " + "  ".join(f"{_p50_p99(ops[op]):>13}" for op in OPERATIONS)
+            )
     lines += [
         "",
+        f"bounds: {BOUND_DELETED}: under {w['deleted_fraction_min']:.0%} of offered deleted; "
+        f"{BOUND_P99}: p99 offer-to-receive over {w['p99_s_max']:.0f} s; {BOUND_DROPPED}: "
+        f"a producer dropped batches at its cap of {SENDS_IN_FLIGHT_MAX} sends in flight",
         "x one node: capacity over the first row's; GETs/msg and $/M: per message deleted at "
         "capacity",
         result["cpu_method"],
