@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "nodes on one store SIGKILLed under load: nothing lost",
     "celery": "one Celery load on okuri (okuri:// and sqs://), Redis and RabbitMQ, side by side",
     "floor": "one sequential caller: each call's p50 beside its floor (hello-world server, writes)",
+    "consumers": "simulated SQS consumer loops on one node on an S3 latency model: msgs/s, waits",
     "scaleout": "simulated 1..16 nodes on an S3 latency model: throughput and cost",
     "testing": "one app's test suite under moto's mock_aws, then okuri's pytest fixtures",
     "readme": "the README's set-up commands timed on a fresh clone: its timings table",

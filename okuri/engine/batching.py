@@ -3,13 +3,16 @@
 The rate cap is the cost model: a queue on one node writes to the bucket at most once per linger
 window however many clients it serves, and everything that arrived meanwhile rides along.
 
-A lone client (one connection, as the server names it in `caller`, waiting on each answer) is
-never held by the linger: nothing could ride along with it, and each wait would add a whole
-window to each of its calls; it writes at most once per call. The linger holds as soon as two
-callers share the flushes (those in the last flush and those waiting for the next). While
-several share them (`limits.flush_gather_callers`), the flushes are also spaced by the gather
-window: each flush costs CPU whatever it carries, so on a busy node fewer, fuller flushes leave
-more CPU for the requests themselves.
+A client (one connection, as the server names it in `caller`) waits on each answer before it
+asks again. So once every client the last flush carried waits for the next one, nothing more
+could ride along, and the flush goes at once: a lone client writes at most once per call, and
+consumers looping receive and delete flush together, once per turn of the slowest, rather
+than each waiting out part of a window on every delete. Every flush then carries each of its
+clients' calls, so the writes per call are what the linger gives or fewer. The linger holds
+while a client of the last flush has not come back (it may be about to), and for unnamed
+tasks. While several share the flushes (`limits.flush_gather_callers`), they are also spaced
+by the gather window: each flush costs CPU whatever it carries, so on a busy node fewer,
+fuller flushes leave more CPU for the requests themselves.
 """
 
 from __future__ import annotations
@@ -100,9 +103,10 @@ class Batcher(Generic[T, R]):
 
     async def _run(self) -> None:
         while self._pending:
-            callers = self._callers()
-            if len(callers) == 1 and not isinstance(next(iter(callers)), asyncio.Task):
-                window = 0.0  # a lone client: nothing would ride along
+            if self._all_in():
+                # Every client the flushes serve waits on this one: nothing else could ride
+                # along, so the linger would only delay them (gathering still spaces a busy one).
+                window = self.gather_s if self._busy else 0.0
             elif self._busy:
                 window = max(self.linger_s, self.gather_s)
             else:
@@ -133,6 +137,14 @@ class Batcher(Generic[T, R]):
                     fut.set_result(result)
             self._last_callers = {caller for _, _, caller in batch}
             self._busy = len(self._callers()) >= limits.flush_gather_callers
+
+    def _all_in(self) -> bool:
+        """Does every client the last flush carried wait for the next one already? Only named
+        clients count (an unnamed task may be one of many, so the linger holds it)."""
+        waiting = {caller for _, _, caller in self._pending}
+        if any(isinstance(c, asyncio.Task) for c in waiting):
+            return False
+        return self._last_callers <= waiting
 
     def _callers(self) -> set[object]:
         """Who shares the flushes: those the last one carried and those waiting for the next."""

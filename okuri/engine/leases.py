@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from okuri.clock import Clock
 from okuri.core.expiry import touch_interval_ms
 from okuri.core.leadership import leader
 from okuri.core.state import QueueState
-from okuri.core.transitions import Grant, Lease, LeaseResult, Op, Release, Result
+from okuri.core.transitions import Ack, Grant, Lease, LeaseResult, Op, Release, Result
 from okuri.core.views import counts, current_lease, has_visible, next_expiry_ms
 from okuri.engine.ack_logs import AckLogs
 from okuri.engine.manifest import Manifest
@@ -82,6 +82,11 @@ class Receiver:
         self._discovery: asyncio.Task[None] | None = None
         self._prefetch: asyncio.Task[None] | None = None
         self.hold_s = max(limits.lease_ahead_hold_ms, 2 * linger_ms + 200) / 1000
+        # The last receive that leased ahead: its size and visibility timeout (a delete's
+        # commit tops the buffer up for the next one, `_ride`).
+        self._asked: tuple[int, int] | None = None
+        self._riding_vis_ms = 0  # the visibility timeout `_ride` leased for, for `_rode`
+        manifest.ride_along(self._ride, self._rode)
 
     def notify(self) -> None:
         """Wake every long-poller of this queue on this node."""
@@ -148,6 +153,8 @@ class Receiver:
         self, max_messages: int, vis_ms: int, lease_ahead: bool
     ) -> list[Delivery]:
         self._receive_calls.append(self.clock.monotonic_s())
+        if lease_ahead and vis_ms > 0:
+            self._asked = (max_messages, vis_ms)
         self._release_stale()
         st = await self.manifest.current()
         if st.attrs.fifo:
@@ -225,9 +232,12 @@ class Receiver:
         visible = counts(st, self.clock.now_ms()).visible
         if max_messages > visible:
             await self.slots.discover(max_messages - visible, paced=True)
-        ahead = limits.discover_ahead_batches * max_messages - visible
-        if ahead > 0 and (self._prefetch is None or self._prefetch.done()):
-            self._prefetch = self._tasks.spawn(self._discover_quietly(ahead))
+        self._read_ahead(limits.discover_ahead_batches * max_messages - visible)
+
+    def _read_ahead(self, want_messages: int) -> None:
+        """Read slots ahead in the background, one such task at a time."""
+        if want_messages > 0 and (self._prefetch is None or self._prefetch.done()):
+            self._prefetch = self._tasks.spawn(self._discover_quietly(want_messages))
 
     async def _discover_quietly(self, want_messages: int) -> None:
         try:
@@ -245,6 +255,54 @@ class Receiver:
         window = self._linger_ms / 1000 + 0.1
         recent = sum(1 for t in self._receive_calls if now - t <= window)
         return min(limits.lease_ahead_messages_max, max_messages * max(1, recent))
+
+    def _ride(self, ops: Sequence[Op]) -> list[Op]:
+        """Leases ahead for a commit carrying deletes (this node's own commit, not forwarded).
+
+        A consumer loops receive, delete, receive: taken in its delete's commit, its next batch
+        waits here when that receive comes, which then makes only the re-check read
+        (`_still_ours`) rather than a commit of its own. Only while receives keep coming
+        (one within the last window), on a standard queue (FIFO hands out whole groups), and
+        never beside a receive's own leases (it tops the buffer up itself).
+        """
+        st = self.manifest.state
+        if self._asked is None or st is None or st.attrs.fifo:
+            return []
+        if not any(isinstance(op, Ack) for op in ops) or any(isinstance(op, Lease) for op in ops):
+            return []
+        if not self._receive_calls:
+            return []
+        window_s = self._linger_ms / 1000 + 0.1
+        if self.clock.monotonic_s() - self._receive_calls[-1] > window_s:
+            return []
+        max_messages, vis_ms = self._asked
+        visible = counts(st, self.clock.now_ms()).visible
+        if visible < max_messages:
+            # A trickle: a batch taken now would be a small one, and the receive's own commit,
+            # later, takes what has come meanwhile (fewer turns, so fewer commits, a message).
+            return []
+        target = self._lease_ahead_target(max_messages)
+        # No receive's discovery runs while receives are served from the buffer: read ahead
+        # here, so the commits that follow find slots to adopt.
+        self._read_ahead(target + limits.discover_ahead_batches * max_messages - visible)
+        extra = target - len(self.buffer) - self._asked_ahead
+        if extra <= 0:
+            return []
+        self._riding_vis_ms = vis_ms
+        return [Lease(extra, vis_ms + int(self.hold_s * 1000))]
+
+    def _rode(self, results: list[Result]) -> None:
+        """Buffer what `_ride`'s leases granted; move what they found past maxReceiveCount."""
+        (ahead,) = results
+        assert isinstance(ahead, LeaseResult)
+        if ahead.granted:
+            now_s = self.clock.monotonic_s()
+            vis_ms = self._riding_vis_ms
+            self.buffer.extend(_Buffered(g, vis_ms, now_s) for g in ahead.granted)
+            self._tasks.spawn(self._release_later())
+            self.notify()  # a long poll waiting here can take them
+        if ahead.dead:
+            self._tasks.spawn(self._dead_letter(list(ahead.dead)))
 
     def _take_buffered(self, max_messages: int, vis_ms: int) -> list[Grant]:
         taken: list[Grant] = []

@@ -61,6 +61,11 @@ HintsFn = Callable[[QueueState], list[Adopt]]
 # Given the manifest a commit starts from: operations to apply before the commit's own (the
 # acks of ack logs found due, closed first; okuri/engine/ack_logs.py).
 CloseLogsFn = Callable[[QueueState], Awaitable[list[Op]]]
+# Given the operations a commit of this node's own carries: leases for this node's next
+# receives to take in the same compare-and-swap (none: []).
+RideFn = Callable[[Sequence[Op]], list[Op]]
+# Hears the results of what `RideFn` added, once that commit has landed.
+RodeFn = Callable[[list[Result]], None]
 # Operations of one client call, and whether a peer forwarded them (never forwarded again).
 _Batch = tuple[list[Op], bool]
 
@@ -121,6 +126,8 @@ class Manifest:
         self._led_s = -1e18  # when a peer last forwarded a commit here
         self._counter = 0
         self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
+        self._ride: RideFn = lambda _: []
+        self._rode: RodeFn = lambda _: None
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
             clock,
             linger_ms,
@@ -192,6 +199,11 @@ class Manifest:
         fresh = QueueState(self.name, incarnation, now, attrs, modified_ms=now)
         return await self.cell.create(fresh)
 
+    def ride_along(self, ride: RideFn, rode: RodeFn) -> None:
+        """Let `ride` add operations to each commit this node makes itself (the receiver's
+        leases taken ahead, riding a delete's commit), and `rode` hear their results."""
+        self._ride, self._rode = ride, rode
+
     def _token(self) -> str:
         self._counter += 1
         return f"{self._node_id}.{self._counter}"
@@ -261,7 +273,8 @@ class Manifest:
         before: list[Op] = []
         if self._close_logs is not None and cached is not None and cached.logs:
             before = await self._close_logs(cached)
-        flat = [*before, *asked]
+        riding = self._ride(asked)
+        flat = [*before, *asked, *riding]
 
         def change(st: QueueState) -> Change[QueueState, Outcome]:
             now = self.clock.now_ms()
@@ -292,7 +305,9 @@ class Manifest:
         if out.changed:
             self._committed(out)
             self._stats["manifest_commit_ops"] += len(asked)
-        return out.results
+        if riding:
+            self._rode(out.results[len(asked) :])
+        return out.results[: len(asked)]
 
     async def _update_unless_expired(self, update: Callable[[], Awaitable[R]]) -> R:
         """Run `update` (a compare-and-swap whose change raises _Expired on an expired queue);

@@ -12,7 +12,7 @@ from bench.launch import ROOT, clean_environ
 
 # The subcommands `okuri bench` had before the bench left the package.
 FORMER_OKURI_BENCH = {"cost", "sqs", "native", "cluster", "celery", "floor", "scaleout"}
-ADDED_SINCE = {"testing", "readme"}
+ADDED_SINCE = {"testing", "readme", "consumers"}
 
 
 def test_every_former_okuri_bench_subcommand_is_here_and_loads() -> None:
