@@ -64,6 +64,9 @@ _CONTENDED = 2
 _CONTENDED_S = 10.0
 # How fresh a read of the queue's manifest must be for its attributes to overwrite a lane's.
 _ATTRS_FRESH_S = 1.0
+# How often a node sending into its own lane reads the queue's manifest, to learn whether the
+# queue was deleted meanwhile (its own lane's commits keep only the lane's copy current).
+_ROOT_CHECK_S = 5.0
 
 
 class Lanes:
@@ -89,6 +92,7 @@ class Lanes:
         self.own: Queue | None = None  # the lane this node's producers write, once it has one
         self._losses: deque[float] = deque(maxlen=_CONTENDED)
         self._opening: asyncio.Task[None] | None = None
+        self._checking: asyncio.Task[None] | None = None
         self._syncing: set[str] = set()
         self._turn = 0
         root.slots.contended = self._contended
@@ -140,11 +144,40 @@ class Lanes:
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
         own = self.own
         if own is not None:
-            results = await own.send(requests)
-            if not all(isinstance(r, QueueDoesNotExist) for r in results):
-                return results
-            self.own = None  # its lane is gone (the queue was deleted): the queue decides
+            self._check_root(own)
+            try:
+                results = await own.send(requests)
+                if not all(isinstance(r, QueueDoesNotExist) for r in results):
+                    return results
+            except QueueDoesNotExist:
+                pass
+            if self.own is own:
+                self.own = None  # its lane is gone (the queue was deleted): the queue decides
         return await self.root.send(requests)
+
+    def _check_root(self, own: Queue) -> None:
+        if self.root.manifest.age_s() < _ROOT_CHECK_S:
+            return
+        if self._checking is None or self._checking.done():
+            self._checking = self._tasks.spawn(self._root_alive(own))
+
+    async def _root_alive(self, own: Queue) -> None:
+        """Was the queue deleted (or deleted and created again) while this node sent into its
+        own lane? Such a lane is read by no one (a DeleteQueue whose node died before it found
+        the lane): it is deleted, so sends into it fail their check and go to the queue."""
+        try:
+            st = await self.root.refresh()
+            if own.state is not None and st.incarnation == own.state.incarnation:
+                return
+        except QueueDoesNotExist:
+            pass
+        except Unavailable:
+            return
+        if self.own is own:
+            self.own = None
+        await retrying(self._clock, lambda: self._store.delete(keys.manifest(own.name)))
+        own.forget()
+        self._stats["lanes_orphaned"] += 1
 
     def _contended(self) -> None:
         """Another node's segment took the slot this node picked in the queue's own log."""

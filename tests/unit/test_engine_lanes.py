@@ -6,6 +6,7 @@ engines that forward commits to each other in process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 
 import pytest
@@ -272,3 +273,34 @@ def test_a_listed_lane_is_never_dropped() -> None:
     new.lanes = ["b"]
     with pytest.raises(InvariantViolation, match="lanes_kept"):
         check_step(old, new)
+
+
+def test_a_lane_left_by_a_deletion_that_died_midway_stops_taking_sends() -> None:
+    """DeleteQueue died after deleting the queue's manifest, before finding a lane opened
+    meanwhile: the lane's producer, reading the queue's manifest every few seconds, deletes
+    its lane, and its sends fail rather than land where no one reads."""
+
+    async def scenario() -> tuple[bool, list[object]]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        owner = next(e for e in (a, b) if e.lanes(Q).own is not None)
+        lane = owner.lanes(Q).own
+        assert lane is not None
+        await store.delete(keys.manifest(Q))  # the deletion's first step, and nothing after
+        await asyncio.sleep(6)
+        with contextlib.suppress(QueueDoesNotExist):
+            await owner.send(Q, batch("noticed"))  # may land: the check runs beside it
+        await asyncio.sleep(1)
+        lane_left = keys.manifest(lane.name) in store.objects
+        try:
+            late: list[object] = list(await owner.send(Q, batch("late")))
+        except QueueDoesNotExist as err:
+            late = [err]
+        await close([a, b])
+        return lane_left, late
+
+    lane_left, late = run_virtual(scenario())
+    assert not lane_left
+    assert late and all(isinstance(r, QueueDoesNotExist) for r in late)
