@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--consumers-per-node",
         type=int,
         default=None,
-        help="open loop and processes: consumers per node (8)",
+        help="open loop and processes: consumers per node (open loop 32, processes 8)",
     )
     add(
         "--start-rate",

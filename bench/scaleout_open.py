@@ -55,9 +55,12 @@ from okuri.store.counting import CLASSES, CountingStore
 WINDOW_S = 60.0  # simulated seconds at each offered rate
 WINDOW_S_MAX = 600.0
 GRACE_S = 3.0  # after the window, for the last sends to be received and deleted
-CONSUMERS_PER_NODE = 8
+# A consumer that receives ten and deletes them carries 100 to 200 messages/s on this latency
+# model (`python -m bench consumers`): 32 a node carry several thousand, so the search finds what
+# the queue carries, not what eight clients do.
+CONSUMERS_PER_NODE = 32
 CONSUMERS_PER_NODE_MAX = 64
-START_RATE_PER_NODE = 200.0  # messages/s: about what one node carries in the closed loop
+START_RATE_PER_NODE = 800.0  # messages/s: about half what one node carries
 RATE_MAX = 100_000.0  # messages/s: the search never offers more
 RATE_MIN = 10.0  # one batch a second
 STEPS = 8

@@ -64,6 +64,8 @@ _CONTENDED = 2
 _CONTENDED_S = 10.0
 # How fresh a read of the queue's manifest must be for its attributes to overwrite a lane's.
 _ATTRS_FRESH_S = 1.0
+# How often a node with a lane of its own looks into the others while its receives wait.
+_FOREIGN_LOOK_S = 1.0
 # How often a node sending into its own lane reads the queue's manifest, to learn whether the
 # queue was deleted meanwhile (its own lane's commits keep only the lane's copy current).
 _ROOT_CHECK_S = 5.0
@@ -94,6 +96,7 @@ class Lanes:
         self._opening: asyncio.Task[None] | None = None
         self._checking: asyncio.Task[None] | None = None
         self._syncing: set[str] = set()
+        self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
         self._turn = 0
         root.slots.contended = self._contended
 
@@ -229,16 +232,22 @@ class Lanes:
         deadline = self._clock.monotonic_s() + wait
         first = True
         while True:
-            watched = self.everyone()
-            for q in watched:
+            lanes = self.everyone()
+            own = self.own if self.own in lanes else None
+            for q in lanes:
                 q.poke()  # scheduled items and sweeps, in lanes no receive may lease from
-            signals = [q.receiver.watch() for q in watched]
+            # Discovery runs for the lanes this node waits on closely: its own, or every lane
+            # while it has none. The others it looks into at most every `_FOREIGN_LOOK_S`:
+            # with each node taking from its own lane, N nodes probing N lanes 20 times a
+            # second cost more GETs than messages.
+            close = [own] if own is not None else lanes
+            signals = [q.receiver.watch() for q in close]
+            signals += [q.receiver.signal for q in lanes if q not in close]
             try:
-                if first:  # what each lane holds, as far as a paced look can tell
-                    await asyncio.gather(
-                        *(self._look(q, max_messages) for q in watched if not self._promising(q))
-                    )
-                for q in self._order(watched):
+                looks = self._due_looks(lanes, own, first)
+                if looks:
+                    await asyncio.gather(*(self._look(q, max_messages) for q in looks))
+                for q in self._order(lanes):
                     self._sync_attrs(q)
                     try:
                         got = await q.receive(max_messages, visibility_s, 0, lease_ahead)
@@ -252,10 +261,27 @@ class Lanes:
                 remaining = deadline - self._clock.monotonic_s()
                 if remaining <= 0 or self.root.receiver.stopping:
                     return []
-                await self._first_of(signals, min(remaining, limits.poll_ms_max / 1000))
+                pace_s = _FOREIGN_LOOK_S if own is not None else limits.poll_ms_max / 1000
+                await self._first_of(signals, min(remaining, pace_s))
             finally:
-                for q in watched:
+                for q in close:
                     q.receiver.unwatch()
+
+    def _due_looks(self, lanes: list[Queue], own: Queue | None, first: bool) -> list[Queue]:
+        """The lanes to look into before this pass: on a receive's first pass, each that seems
+        empty; later, with a lane of its own, each not looked into for `_FOREIGN_LOOK_S`."""
+        if own is None and not first:
+            return []  # every lane's discovery runs while this receive waits
+        now = self._clock.monotonic_s()
+        due = []
+        for q in lanes:
+            if q is own or self._promising(q):
+                continue
+            if own is not None and now - self._looked.get(q.name, -1e18) < _FOREIGN_LOOK_S:
+                continue
+            self._looked[q.name] = now
+            due.append(q)
+        return due
 
     async def _look(self, q: Queue, want_messages: int) -> None:
         """Probe a lane's log (paced: at most a probe per poll interval) and read its manifest

@@ -100,6 +100,11 @@ class Receiver:
         self._ensure_discovery()
         return self._signal
 
+    @property
+    def signal(self) -> asyncio.Event:
+        """The event the next notify sets (a new manifest installed here, slots found)."""
+        return self._signal
+
     def unwatch(self) -> None:
         self.waiters -= 1
 
