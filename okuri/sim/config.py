@@ -61,6 +61,12 @@ FAILOVER_MESSAGES = 3000  # more than 40 s of the chaos producers send: they nev
 FAILOVER_FAULT_PHASE_S = 40.0
 FAILOVER_CRASH_EVERY_S_CHOICES = (2.0, 4.0)  # across the cluster, as `crash_every_s`
 FAILOVER_LATENCY_MS_CHOICES = (5.0, 20.0)
+# One failover seed in five (47, 97, 147, ...: ten in the suite's 500) runs sixteen nodes and
+# twice the clients, so that producers on many nodes open lanes (okuri/engine/lanes.py) and the
+# lanes, their leads and their owners' deaths move across a wide cluster while nodes crash.
+FAILOVER_WIDE_EVERY = 50
+FAILOVER_WIDE_OFFSET = 47
+FAILOVER_WIDE_NODES = 16
 
 # The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
 FIFO_SHARE = 0.25
@@ -166,7 +172,12 @@ class SimConfig:
             ack_logs=random.Random(f"ack-logs-{seed}").random() < ACK_LOGS_SHARE,
         )
         if seed % FAILOVER_SEED_EVERY == FAILOVER_SEED_OFFSET:
-            return chaos.failover_variant(random.Random(f"failover-{seed}"))
+            failover = chaos.failover_variant(random.Random(f"failover-{seed}"))
+            if seed % FAILOVER_WIDE_EVERY == FAILOVER_WIDE_OFFSET:
+                return dataclasses.replace(
+                    failover, nodes=FAILOVER_WIDE_NODES, producers=4, consumers=6
+                )
+            return failover
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")
             if fifo.random() < FIFO_SHARE:

@@ -19,6 +19,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from okuri.core import keys
 from okuri.core.invariants import InvariantViolation
 from okuri.sim.chaos import ChaosLoad
 from okuri.sim.checkers import Violation
@@ -35,6 +36,7 @@ class RunResult:
     violations: list[Violation]
     history: History
     requests: dict[str, int]
+    lanes: int = 0  # lane manifests in the bucket at the end (okuri/engine/lanes.py)
 
     @property
     def ok(self) -> bool:
@@ -64,7 +66,8 @@ async def simulate(config: SimConfig) -> RunResult:
     violations = await load.run()
     gc.collect()  # tasks that failed unobserved report as they are collected
     violations += [Violation("invariant_refused", text) for text in refused[:5]]
-    return RunResult(config, violations, world.history, world.store.counts.snapshot())
+    lanes = sum(1 for key in world.memory.objects if key.startswith(keys.LANES))
+    return RunResult(config, violations, world.history, world.store.counts.snapshot(), lanes)
 
 
 def run_seed(seed: int) -> RunResult:
@@ -134,7 +137,7 @@ def describe(result: RunResult) -> str:
         )
     lines += [
         f"  sent={len(h.sent)} delivered={len(h.delivered)} acks={len(h.acked)} "
-        f"crashes={h.crashes} requests={result.requests}",
+        f"crashes={h.crashes} lanes={result.lanes} requests={result.requests}",
     ]
     for v in result.violations:
         lines.append(f"  VIOLATION {v}")
