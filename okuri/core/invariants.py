@@ -72,8 +72,8 @@ def check_step(old: QueueState, new: QueueState) -> None:
         _broken("use_monotonic", new)
     if old.gone_ms:
         _broken("expired_stays_expired", new)
-    if new.lanes[: len(old.lanes)] != old.lanes:
-        _broken("lanes_kept", new)  # a lane dropped would hide its messages
+    if old.closed_ms and new.closed_ms != old.closed_ms:
+        _broken("closed_stays_closed", new)  # a retiring lane takes no sends again
     for seq, seg in new.segments.items():
         prev = old.segments.get(seq)
         if prev is None:

@@ -159,6 +159,9 @@ class QueueState:
     # The queue's lanes beside its own slot log (okuri/engine/lanes.py), by id, oldest first;
     # only ever in a queue's manifest, never in a lane's.
     lanes: list[str] = field(default_factory=list)
+    # A lane being retired (okuri/engine/lanes.py): when a node found it quiet and closed it
+    # to new sends (0: open). Only ever in a lane's manifest.
+    closed_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.load_seq < 0:
@@ -234,6 +237,7 @@ def encode_state(st: QueueState) -> bytes:
             **({"gone": st.gone_ms} if st.gone_ms else {}),
             **({"logs": {k: sorted(v) for k, v in st.logs.items()}} if st.logs else {}),
             **({"lanes": st.lanes} if st.lanes else {}),
+            **({"closed": st.closed_ms} if st.closed_ms else {}),
         }
     )
 
@@ -288,6 +292,7 @@ def decode_state(data: bytes) -> QueueState:
                 for log, places in d.get("logs", {}).items()
             },
             lanes=[str(lane) for lane in d.get("lanes", [])],
+            closed_ms=int(d.get("closed", 0)),
         )
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         if isinstance(err, ManifestCorrupt):

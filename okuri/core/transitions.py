@@ -16,6 +16,7 @@ from okuri import limits
 from okuri.core.ack_log_rules import prune_logs
 from okuri.core.expiry import touch_due, touched
 from okuri.core.fifo import keep_dedup_scope
+from okuri.core.lane_ops import AddLane, CloseLane, DropLane, apply_lane_op
 from okuri.core.lease_order import fifo_group_runs, first_in_line
 from okuri.core.state import QueueAttrs, QueueState, SegmentState
 
@@ -152,15 +153,6 @@ class Touch:
     only when due (okuri/core/expiry.py), as a lease's is. Result: True."""
 
 
-@dataclass(frozen=True, slots=True)
-class AddLane:
-    """List lane `lane` in a queue's manifest (okuri/engine/lanes.py), when the manifest is
-    still of `incarnation` and holds fewer than `limits.lanes_max`. Result: listed or not."""
-
-    lane: str
-    incarnation: str
-
-
 Op = (
     Adopt
     | Load
@@ -175,6 +167,8 @@ Op = (
     | Touch
     | CloseLog
     | AddLane
+    | DropLane
+    | CloseLane
 )
 
 # --- results ---------------------------------------------------------------------------------
@@ -306,13 +300,8 @@ def _apply_one(
             return True, True
         case Touch():
             return True, False
-        case AddLane():
-            if op.lane in st.lanes:
-                return True, False
-            if op.incarnation != st.incarnation or len(st.lanes) >= limits.lanes_max:
-                return False, False
-            st.lanes.append(op.lane)
-            return True, True
+        case AddLane() | DropLane() | CloseLane():
+            return apply_lane_op(st, now_ms, op)
         case CloseLog():
             places = st.logs.pop(op.log, None)
             if places is None:

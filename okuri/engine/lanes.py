@@ -41,9 +41,10 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.browse import BrowsePage, MessageView, lane_position, position_in_lane
+from okuri.core.lane_ops import AddLane, CloseLane, DropLane
 from okuri.core.receipts import Receipt
 from okuri.core.state import QueueAttrs
-from okuri.core.transitions import AddLane, SetAttributes
+from okuri.core.transitions import SetAttributes
 from okuri.core.views import Counts, has_visible
 from okuri.engine.browse import browse
 from okuri.engine.queue import Queue
@@ -64,6 +65,8 @@ _CONTENDED = 2
 _CONTENDED_S = 10.0
 # How fresh a read of the queue's manifest must be for its attributes to overwrite a lane's.
 _ATTRS_FRESH_S = 1.0
+# A lane this node has seen hold nothing for so long is retired (`_note_quiet`).
+_RETIRE_QUIET_S = 300.0
 # How often a node with a lane of its own looks into the others while its receives wait.
 _FOREIGN_LOOK_S = 1.0
 # How often a node sending into its own lane reads the queue's manifest, to learn whether the
@@ -97,6 +100,8 @@ class Lanes:
         self._checking: asyncio.Task[None] | None = None
         self._syncing: set[str] = set()
         self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
+        self._quiet_since: dict[str, float] = {}  # lane name -> since when it held nothing here
+        self._retiring: set[str] = set()
         self._turn = 0
         root.slots.contended = self._contended
 
@@ -146,6 +151,8 @@ class Lanes:
 
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
         own = self.own
+        if own is not None and own.state is not None and own.state.closed_ms:
+            self.own = own = None  # being retired: a lane is opened again on contention
         if own is not None:
             self._check_root(own)
             try:
@@ -247,6 +254,7 @@ class Lanes:
                 looks = self._due_looks(lanes, own, first)
                 if looks:
                     await asyncio.gather(*(self._look(q, max_messages) for q in looks))
+                self._note_quiet(lanes)
                 for q in self._order(lanes):
                     self._sync_attrs(q)
                     try:
@@ -282,6 +290,70 @@ class Lanes:
             self._looked[q.name] = now
             due.append(q)
         return due
+
+    # --- retiring a quiet lane ----------------------------------------------------------------
+
+    def _note_quiet(self, lanes: list[Queue]) -> None:
+        """Keep, per lane, since when this node has seen it hold nothing; retire one quiet for
+        `_RETIRE_QUIET_S`, so a queue whose producers went back to one node (or none) costs
+        what a queue without lanes does."""
+        now = self._clock.monotonic_s()
+        for q in lanes:
+            st = q.state
+            if q is self.root or st is None:
+                continue
+            if st.segments or q.slots.known_end() > st.next_seq or q.receiver.holds_ahead():
+                self._quiet_since.pop(q.name, None)
+                continue
+            since = self._quiet_since.setdefault(q.name, now)
+            if now - since >= _RETIRE_QUIET_S and q.name not in self._retiring:
+                self._retiring.add(q.name)
+                self._tasks.spawn(self._retire(q))
+
+    async def _retire(self, q: Queue) -> None:
+        try:
+            await self._close_and_drop(q)
+        except (QueueDoesNotExist, Unavailable) as err:
+            log.info("retiring lane %s: %s", q.name, err)
+        finally:
+            self._retiring.discard(q.name)
+            self._quiet_since.pop(q.name, None)
+
+    async def _close_and_drop(self, q: Queue) -> None:
+        """Close a quiet lane to sends, wait until no send picked before the close can still
+        land, then unlist it and delete it, if it still holds nothing.
+
+        A producer acknowledges a send without reading the lane's manifest again only when the
+        manifest it picked its slot from was shown current less than half a freed slot's keep
+        before (okuri/engine/slot_log.py, `_verify_slot`): once the lane has been closed for a
+        whole keep, every slot written into it was written before the close, or is refused."""
+        if not await self._empty(q):
+            return
+        st = q.state
+        assert st is not None
+        if not st.closed_ms:
+            (closed,) = await q.manifest.commit([CloseLane(st.next_seq)])
+            if closed is not True:
+                return  # something came meanwhile
+            self._stats["lanes_closed"] += 1
+        if self.own is q:
+            self.own = None
+        await self._clock.sleep(limits.freed_slot_keep_s)
+        if not await self._empty(q):
+            return  # sends that landed before the close: consumed as any, retired later
+        lane = q.name.partition(keys.LANE_SEP)[2]
+        (dropped,) = await self.root.manifest.commit([DropLane(lane)])
+        if dropped is True:
+            self._stats["lanes_dropped"] += 1
+        await retrying(self._clock, lambda: self._store.delete(keys.manifest(q.name)))
+        q.forget()
+        q.tasks.spawn(q.sweep_quietly())  # its segments, read by no one now
+
+    async def _empty(self, q: Queue) -> bool:
+        """Does the lane hold nothing, on a fresh read and a probe past its cursor?"""
+        st = await q.refresh()
+        await q.slots.discover(1)
+        return not st.segments and q.slots.known_end() <= st.next_seq
 
     async def _look(self, q: Queue, want_messages: int) -> None:
         """Probe a lane's log (paced: at most a probe per poll interval) and read its manifest

@@ -16,7 +16,8 @@ from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core.invariants import InvariantViolation, check_step
 from okuri.core.state import QueueAttrs, QueueState
-from okuri.core.transitions import AddLane, apply
+from okuri.core.lane_ops import AddLane, CloseLane, DropLane
+from okuri.core.transitions import apply
 from okuri.engine import Engine, SendRequest
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sim.loop import run_virtual
@@ -266,13 +267,20 @@ def test_add_lane_lists_once_within_the_bound_and_only_for_its_incarnation() -> 
     assert apply(full, 1, [AddLane("x", "inc")], "t").results == [False]
 
 
-def test_a_listed_lane_is_never_dropped() -> None:
-    old = QueueState(Q, "inc", 0, QueueAttrs(), lanes=["a", "b"])
-    new = old.copy()
-    new.version += 1
-    new.lanes = ["b"]
-    with pytest.raises(InvariantViolation, match="lanes_kept"):
-        check_step(old, new)
+def test_a_lane_closes_only_while_empty_stays_closed_and_drops_from_the_queue_once() -> None:
+    lane = QueueState(keys.lane_name(Q, "a"), "inc", 0, QueueAttrs(), next_seq=5)
+    assert apply(lane, 1, [CloseLane(4)], "t").results == [False]  # a slot came since
+    closed = apply(lane, 7, [CloseLane(5)], "t").state
+    assert closed.closed_ms == 7
+    reopened = closed.copy()
+    reopened.version += 1
+    reopened.closed_ms = 0
+    with pytest.raises(InvariantViolation, match="closed_stays_closed"):
+        check_step(closed, reopened)
+    root = QueueState(Q, "inc", 0, QueueAttrs(), lanes=["a", "b"])
+    out = apply(root, 1, [DropLane("a"), DropLane("a")], "t")
+    assert out.results == [True, False] and out.state.lanes == ["b"]
+    assert apply(root, 1, [CloseLane(0)], "t").results == [False]  # the queue is no lane
 
 
 def test_a_lane_left_by_a_deletion_that_died_midway_stops_taking_sends() -> None:
@@ -304,3 +312,31 @@ def test_a_lane_left_by_a_deletion_that_died_midway_stops_taking_sends() -> None
     lane_left, late = run_virtual(scenario())
     assert not lane_left
     assert late and all(isinstance(r, QueueDoesNotExist) for r in late)
+
+
+def test_a_quiet_lane_is_retired_and_the_queue_then_costs_what_one_log_does() -> None:
+    """Producers back on one node: the lanes they opened go quiet, are closed, wait out a
+    freed slot's keep, and are dropped; receives then look into the queue's own log only."""
+
+    async def scenario() -> tuple[int, list[str], int, set[bytes], list[bytes]]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        sent = await send_together([a, b], 6)
+        opened = len((await a.read_manifest(Q)).lanes)
+        got = await drain([a, b])
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 400 + limits.freed_slot_keep_s
+        while loop.time() < end:  # a consumer long-polling an idle queue
+            assert await b.receive(Q, 10, 30, 20) == []
+        lanes = (await a.read_manifest(Q)).lanes
+        left = sum(1 for k in store.objects if k.startswith(keys.lanes_of_queue(Q)))
+        sent |= await send_together([a], 2, first=50)  # a node alone again: the queue's log
+        got += await drain([a, b])
+        await close([a, b])
+        return opened, lanes, left, sent, got
+
+    opened, lanes, left, sent, got = run_virtual(scenario())
+    assert opened >= 1
+    assert lanes == [] and left == 0
+    assert sorted(got) == sorted(sent)
