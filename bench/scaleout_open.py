@@ -44,6 +44,8 @@ from bench.scaleout import (
     PRODUCERS_PER_NODE,
     QUEUE,
     WAIT_S,
+    CasTally,
+    busiest_object_per_s,
 )
 from okuri import limits
 from okuri.clock import LoopClock
@@ -154,16 +156,20 @@ async def _run(
     memory = LATENCY.store("scaleout", seed)
     wire = _Wire(meter)
     cluster: list[tuple[str, CountingStore, Engine]] = []
+    tallies: list[CasTally] = []
     for i in range(nodes):
         counting = CountingStore(memory)
+        tallies.append(CasTally(counting))
         clock = LoopClock(EPOCH_MS, random.Random(f"scaleout-{seed}-n{i}"))
-        engine = Engine(counting, clock, limits.linger_ms_default, node_id=f"n{i}")
+        engine = Engine(tallies[-1], clock, limits.linger_ms_default, node_id=f"n{i}")
         engine.peering.client, engine.peering.url = wire, f"sim://n{i}"
         wire.nodes[engine.peering.url] = (f"n{i}", engine)
         cluster.append((f"n{i}", counting, engine))
     await cluster[0][2].create_queue(QUEUE)
     for _, counting, _ in cluster:
         counting.counts.by_class = dict.fromkeys(CLASSES, 0)
+    for t in tallies:
+        t.reset()
     meter.seconds.clear()
     cpu_start = process_time()
     start = loop.time()
@@ -265,6 +271,7 @@ async def _run(
         "refused_by": broken,
         "ops_ms": {op: _percentiles_ms(tally.calls[op]) for op in OPERATIONS},
         "gets_per_message": round(requests["get"], 4),
+        "cas_per_s_busiest_object": busiest_object_per_s(tallies, elapsed_s),
         "usd_per_million": round(requests_usd_per_million(requests), 4),
         "cpu_core_per_node": [round(c, 3) for c in cpu],
         "cpu_attributed_s": round(sum(meter.seconds.values()), 3),
@@ -393,7 +400,8 @@ def render(result: dict[str, Any]) -> str:
         f"capacity: the highest rate found (at most {w['steps_max']} runs) with at least "
         f"{w['deleted_fraction_min']:.0%} of offered deleted and p99 offer-to-receive at most "
         f"{w['p99_s_max']:.0f} s",
-        "nodes  capacity/s  x one node  GETs/msg  $/M msgs  p99 ms  cpu/node max  counts",
+        "nodes  capacity/s  x one node  GETs/msg  $/M msgs  cas/s/object  p99 ms  cpu/node max"
+        "  counts",
     ]
     one = next((r["capacity_per_s"] for r in result["rows"] if r["capacity_per_s"]), None)
     for r in result["rows"]:
@@ -405,6 +413,7 @@ def render(result: dict[str, Any]) -> str:
         lines.append(
             f"{r['nodes']:5d} {r['capacity_per_s']:11.0f} {r['capacity_per_s'] / one:11.2f}"
             f" {best['gets_per_message']:9.3f} {best['usd_per_million']:9.2f}"
+            f" {best.get('cas_per_s_busiest_object', 0.0):13.1f}"
             f" {p99 if p99 is not None else '-':>7} {r['cpu_core_per_node_max']:13.2f}"
             f"  {'yes' if r['counts'] else 'no'}"
         )
@@ -423,6 +432,8 @@ def render(result: dict[str, Any]) -> str:
         f"bounds: {BOUND_DELETED}: under {w['deleted_fraction_min']:.0%} of offered deleted; "
         f"{BOUND_P99}: p99 offer-to-receive over {w['p99_s_max']:.0f} s; {BOUND_DROPPED}: "
         f"a producer dropped batches at its cap of {SENDS_IN_FLIGHT_MAX} sends in flight",
+        "cas/s/object: the cluster's compare-and-swaps (landed or refused) on its busiest "
+        "manifest, per simulated second, at capacity",
         "x one node: capacity over the first row's; GETs/msg and $/M: per message deleted at "
         "capacity",
         result["cpu_method"],

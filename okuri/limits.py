@@ -10,6 +10,9 @@ receive_messages_max = 10  # one SQS ReceiveMessage
 # A queue's lanes beside its own slot log (okuri/engine/lanes.py): one per producer node that
 # met another's writes in the log it used; the manifest keeps at most this many.
 lanes_max = 64
+# A lane one node has seen hold nothing for this long is closed and, a freed slot's keep later,
+# dropped (okuri/engine/lanes.py).
+lane_quiet_s = 300.0
 lease_messages_max = 100  # one engine receive (a native lease); SQS asks for at most 10
 wait_s_max = 20
 visibility_s_max = 12 * 60 * 60

@@ -54,12 +54,15 @@ class Engine:
         ack_logs: bool = False,
         quotas: Quotas | None = None,
         lanes: bool = True,
+        lane_quiet_s: float = limits.lane_quiet_s,
     ) -> None:
         """`ack_logs`: this node, following another, answers deletes from ack logs of its own
         (okuri/engine/ack_logs.py): one write more per lease it forwards, for a delete that
         waits for no hop. `quotas`: the operator's bounds (okuri/engine/quotas.py). `lanes`:
         this node opens a lane of its own in a queue whose slot log it shares with other
-        producing nodes (okuri/engine/lanes.py); off, it still serves lanes others opened."""
+        producing nodes (okuri/engine/lanes.py); off, it still serves lanes others opened.
+        `lane_quiet_s`: a lane seen holding nothing so long is retired (the simulator shortens
+        it, so lanes close and drop while nodes crash)."""
         self.store = store
         self.quotas = quotas or Quotas()
         self._queue_count = QueueCount(self.quotas, self.list_queues)
@@ -90,6 +93,7 @@ class Engine:
         self._queues: dict[str, Queue] = {}
         self._lanes: dict[str, Lanes] = {}
         self._lanes_on = lanes
+        self._lane_quiet_s = lane_quiet_s
         self._stopping = False
         self.moves = MoveTasks(self)
         self.exchanges = Exchanges(
@@ -111,7 +115,13 @@ class Engine:
         lanes = self._lanes.get(name)
         if lanes is None:
             lanes = self._lanes[name] = Lanes(
-                self.runtime(name), self._lane, self.store, self.clock, self.stats, self._lanes_on
+                self.runtime(name),
+                self._lane,
+                self.store,
+                self.clock,
+                self.stats,
+                self._lanes_on,
+                self._lane_quiet_s,
             )
         return lanes
 

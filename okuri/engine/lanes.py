@@ -43,6 +43,7 @@ from okuri.core import keys
 from okuri.core.browse import BrowsePage, MessageView, lane_position, position_in_lane
 from okuri.core.lane_ops import AddLane, CloseLane, DropLane
 from okuri.core.receipts import Receipt
+from okuri.core.schedule import beyond_delay
 from okuri.core.state import QueueAttrs
 from okuri.core.transitions import SetAttributes
 from okuri.core.views import Counts, has_visible
@@ -65,8 +66,6 @@ _CONTENDED = 2
 _CONTENDED_S = 10.0
 # How fresh a read of the queue's manifest must be for its attributes to overwrite a lane's.
 _ATTRS_FRESH_S = 1.0
-# A lane this node has seen hold nothing for so long is retired (`_note_quiet`).
-_RETIRE_QUIET_S = 300.0
 # How often a node with a lane of its own looks into the others while its receives wait.
 _FOREIGN_LOOK_S = 1.0
 # How often a node sending into its own lane reads the queue's manifest, to learn whether the
@@ -85,6 +84,7 @@ class Lanes:
         clock: Clock,
         stats: Counter[str],
         enabled: bool,
+        quiet_s: float = limits.lane_quiet_s,
     ) -> None:
         self.root = root
         self._make = make
@@ -92,6 +92,7 @@ class Lanes:
         self._clock = clock
         self._stats = stats
         self._enabled = enabled
+        self._quiet_s = quiet_s
         self._tasks = Tasks()
         self._lanes: dict[str, Queue] = {}
         self.own: Queue | None = None  # the lane this node's producers write, once it has one
@@ -102,6 +103,7 @@ class Lanes:
         self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
         self._quiet_since: dict[str, float] = {}  # lane name -> since when it held nothing here
         self._retiring: set[str] = set()
+        self._missing: dict[str, float] = {}  # lane name -> when a receive found it gone
         self._turn = 0
         root.slots.contended = self._contended
 
@@ -151,6 +153,8 @@ class Lanes:
 
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
         own = self.own
+        if own is not None and self._scheduled(requests):
+            own = None  # kept beside the queue until due: a lane may be retired before that
         if own is not None and own.state is not None and own.state.closed_ms:
             self.own = own = None  # being retired: a lane is opened again on contention
         if own is not None:
@@ -164,6 +168,13 @@ class Lanes:
             if self.own is own:
                 self.own = None  # its lane is gone (the queue was deleted): the queue decides
         return await self.root.send(requests)
+
+    def _scheduled(self, requests: Sequence[SendRequest]) -> bool:
+        """Does any of `requests` wait outside the log until due (okuri/engine/schedule.py)?"""
+        now = self._clock.now_ms()
+        return any(
+            r.enqueue_at_ms is not None and beyond_delay(r.enqueue_at_ms, now) for r in requests
+        )
 
     def _check_root(self, own: Queue) -> None:
         if self.root.manifest.age_s() < _ROOT_CHECK_S:
@@ -239,7 +250,7 @@ class Lanes:
         deadline = self._clock.monotonic_s() + wait
         first = True
         while True:
-            lanes = self.everyone()
+            lanes = self._live(self.everyone())
             own = self.own if self.own in lanes else None
             for q in lanes:
                 q.poke()  # scheduled items and sweeps, in lanes no receive may lease from
@@ -262,7 +273,8 @@ class Lanes:
                     except QueueDoesNotExist:
                         if q is self.root:
                             raise
-                        continue  # a lane deleted with its queue: the queue's own log says
+                        await self._gone(q)
+                        continue
                     if got:
                         return got
                 first = False
@@ -274,6 +286,25 @@ class Lanes:
             finally:
                 for q in close:
                     q.receiver.unwatch()
+
+    def _live(self, lanes: list[Queue]) -> list[Queue]:
+        """`lanes` but those found gone within `_FOREIGN_LOOK_S`."""
+        now = self._clock.monotonic_s()
+        for name, since in list(self._missing.items()):
+            if now - since >= _FOREIGN_LOOK_S:
+                del self._missing[name]
+        return [q for q in lanes if q.name not in self._missing]
+
+    async def _gone(self, q: Queue) -> None:
+        """A listed lane whose manifest is gone: dropped (this node's copy of the queue's
+        manifest still lists it) or deleted with its queue. Read the queue's manifest again,
+        and leave the lane out of receives for a while: waiting on a lane that is not there
+        would end every wait at once."""
+        self._missing[q.name] = self._clock.monotonic_s()
+        try:
+            await self.root.refresh()
+        except Unavailable as err:
+            log.debug("reading %s again: %s", self.root.name, err)
 
     def _due_looks(self, lanes: list[Queue], own: Queue | None, first: bool) -> list[Queue]:
         """The lanes to look into before this pass: on a receive's first pass, each that seems
@@ -295,7 +326,7 @@ class Lanes:
 
     def _note_quiet(self, lanes: list[Queue]) -> None:
         """Keep, per lane, since when this node has seen it hold nothing; retire one quiet for
-        `_RETIRE_QUIET_S`, so a queue whose producers went back to one node (or none) costs
+        `limits.lane_quiet_s`, so a queue whose producers went back to one node (or none) costs
         what a queue without lanes does."""
         now = self._clock.monotonic_s()
         for q in lanes:
@@ -306,7 +337,7 @@ class Lanes:
                 self._quiet_since.pop(q.name, None)
                 continue
             since = self._quiet_since.setdefault(q.name, now)
-            if now - since >= _RETIRE_QUIET_S and q.name not in self._retiring:
+            if now - since >= self._quiet_s and q.name not in self._retiring:
                 self._retiring.add(q.name)
                 self._tasks.spawn(self._retire(q))
 

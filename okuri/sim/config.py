@@ -80,6 +80,10 @@ NATIVE_FAR_CHOICES = (0.02, 0.05)  # share of sends scheduled 15 to 17 minutes a
 PEERING_SHARE = 0.75
 # Of every seed, those whose nodes keep ack logs (they matter where nodes forward).
 ACK_LOGS_SHARE = 0.6
+# How long a lane must hold nothing before a node retires it (okuri/engine/lanes.py): the
+# engine's five minutes never pass in a chaos seed's fault phase; a second or three do, over
+# and over, so lanes close, drop and open again while nodes crash.
+LANE_QUIET_S_CHOICES = (limits.lane_quiet_s, 1.0, 3.0)
 FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight barely do
 # Chance that a producer sends an acknowledged message again with its deduplication id (on
 # purpose: the answer must name the first message); half of those go out twice at once,
@@ -133,6 +137,7 @@ class SimConfig:
     # The failover shape (okuri/sim/chaos.py): consumers delete what a receive brought, at
     # once, through another node than the one that served it.
     failover: bool = False
+    lane_quiet_s: float = limits.lane_quiet_s
 
     @property
     def send_rate_per_s(self) -> float:
@@ -170,6 +175,7 @@ class SimConfig:
             peering=wire.random() < PEERING_SHARE,
             p_peer_lost=wire.choice([0.0, 0.02, 0.1]),
             ack_logs=random.Random(f"ack-logs-{seed}").random() < ACK_LOGS_SHARE,
+            lane_quiet_s=random.Random(f"lanes-{seed}").choice(LANE_QUIET_S_CHOICES),
         )
         if seed % FAILOVER_SEED_EVERY == FAILOVER_SEED_OFFSET:
             failover = chaos.failover_variant(random.Random(f"failover-{seed}"))

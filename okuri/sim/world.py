@@ -132,6 +132,7 @@ class World:
             self.config.linger_ms,
             node_id=f"n{node.index}g{node.generation}",
             ack_logs=self.config.ack_logs,
+            lane_quiet_s=self.config.lane_quiet_s,
         )
         if self.config.peering:
             node.engine.peering.client = self

@@ -37,6 +37,7 @@ def test_scaleout_json_has_one_row_per_node_count_with_every_figure(
             "deleted_per_s",
             "commits_per_node_per_s",
             "conflicts_per_node_per_s",
+            "cas_per_s_busiest_object",
             "requests_per_message",
             "usd_per_million",
         }
@@ -49,6 +50,8 @@ def test_scaleout_json_has_one_row_per_node_count_with_every_figure(
             "delete",
         }
         assert row["messages_sent"] > 0 and row["usd_per_million"] > 0
+        # every commit lands on the queue's manifest (or a lane's), none fewer than a commit
+        assert row["cas_per_s_busiest_object"] * row["nodes"] >= row["commits_per_node_per_s"]
 
 
 def test_scaleout_table_renders_a_line_per_node_count(capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,9 +59,10 @@ def test_scaleout_table_renders_a_line_per_node_count(capsys: pytest.CaptureFixt
     lines = capsys.readouterr().out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("nodes"))
     assert "$/M msgs" in lines[header] and "conflicts/node/s" in lines[header]
+    assert "cas/s/object" in lines[header]
     rows = [line.split() for line in lines[header + 1 : header + 1 + len(TINY_NODES)]]
     assert [int(r[0]) for r in rows] == list(TINY_NODES)
-    assert {len(r) for r in rows} == {1 + 4 + len(scaleout.COLUMNS) + 1}
+    assert {len(r) for r in rows} == {1 + 5 + len(scaleout.COLUMNS) + 1}
 
 
 def test_scaleout_refuses_unbounded_runs() -> None:
@@ -75,6 +79,8 @@ async def test_cas_tally_counts_commits_and_lost_races() -> None:
     with pytest.raises(PreconditionFailed):
         await tally.put_if_match("m/q", b"v3", etag)
     assert (tally.commits, tally.conflicts) == (1, 1)
+    assert tally.by_key == {"m/q": 2}  # landed and refused alike; create-only writes aside
+    assert scaleout.busiest_object_per_s([tally, tally], 2.0) == 2.0
 
 
 OPEN_WINDOW_S = "3"
@@ -127,7 +133,11 @@ def test_open_loop_capacity_is_the_highest_carried_rate_with_cpu_per_node(
         assert len(best["cpu_core_per_node"]) == row["nodes"]
         assert all(c > 0 for c in best["cpu_core_per_node"])
         assert row["cpu_core_per_node_max"] == max(best["cpu_core_per_node"])
-        assert 0 < best["cpu_attributed_s"] <= best["cpu_process_s"] * 1.5
+        # Attributed time is wall time per task step, the process's is CPU time: on a machine
+        # busy with other work a step's wall time also holds the waits for a core, so only
+        # what is clearly no attribution (many times the process's CPU) fails.
+        assert 0 < best["cpu_attributed_s"] <= best["cpu_process_s"] * 4
+        assert best["cas_per_s_busiest_object"] > 0
 
 
 def test_open_loop_table_renders_capacity_and_cpu_columns(

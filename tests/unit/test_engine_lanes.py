@@ -15,14 +15,15 @@ from okuri import limits
 from okuri.clock import LoopClock
 from okuri.core import keys
 from okuri.core.invariants import InvariantViolation, check_step
-from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.lane_ops import AddLane, CloseLane, DropLane
+from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import apply
 from okuri.engine import Engine, SendRequest
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
 from okuri.store.memory import MemoryStore
+from okuri.store.port import Blob
 
 Q = "jobs"
 LINGER_MS = 20
@@ -340,3 +341,70 @@ def test_a_quiet_lane_is_retired_and_the_queue_then_costs_what_one_log_does() ->
     assert opened >= 1
     assert lanes == [] and left == 0
     assert sorted(got) == sorted(sent)
+
+
+def test_a_send_scheduled_beyond_the_longest_delay_waits_beside_the_queue_not_a_lane() -> None:
+    """Found by the simulator: a node sending into its own lane scheduled a message an hour
+    ahead; the lane went quiet and was dropped, its scheduled items swept with it, and the
+    message never came. Such a send goes to the queue itself, which outlives any lane."""
+
+    async def scenario() -> tuple[int, list[str], list[bytes]]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        opened = len((await a.read_manifest(Q)).lanes)
+        owner = next(e for e in (a, b) if e.lanes(Q).own is not None)
+        due_ms = owner.clock.now_ms() + 3600_000
+        (res,) = await owner.send(Q, [SendRequest(b"later", enqueue_at_ms=due_ms)])
+        assert not isinstance(res, Exception)
+        await drain([a, b])
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 3600 + 60
+        got: list[bytes] = []
+        while loop.time() < end and not got:
+            ds = await b.receive(Q, 10, 30, 20)
+            got += [d.message.body for d in ds]
+            await b.ack(Q, [d.receipt_handle for d in ds])
+        lanes = (await a.read_manifest(Q)).lanes
+        await close([a, b])
+        return opened, lanes, got
+
+    opened, lanes, got = run_virtual(scenario())
+    assert opened >= 1 and lanes == []  # the lanes were retired meanwhile
+    assert got == [b"later"]
+
+
+def test_a_receive_leaves_out_a_listed_lane_whose_manifest_is_gone() -> None:
+    """Found by the simulator: a lane dropped through a leader in another node, still listed
+    in this node's copy of the queue's manifest. Its discovery failed at once and woke the
+    waiting receive, which looked again at once: a loop that never let time pass. The receive
+    now reads the queue's manifest again and waits its time out."""
+
+    class Gets(MemoryStore):
+        count = 0
+
+        async def get(self, key: str) -> Blob:
+            self.count += 1
+            if self.count > 5_000:
+                raise RuntimeError("a receive that never waits")
+            return await super().get(key)
+
+    async def scenario() -> tuple[float, list[str]]:
+        store = Gets()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        await drain([a, b])
+        st = await a.read_manifest(Q)
+        for lane in st.lanes:  # gone under this node's feet, still listed in its copy
+            await store.delete(keys.manifest(keys.lane_name(Q, lane)))
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        assert await a.receive(Q, 10, 30, 5) == []
+        waited = loop.time() - began
+        await close([a, b])
+        return waited, st.lanes
+
+    waited, lanes = run_virtual(scenario())
+    assert lanes and 4.5 <= waited <= 6.0
