@@ -23,10 +23,11 @@ for attributes, the lane list and the queue's life: a lane takes the queue's att
 created and again whenever they differ from a fresh read of the queue's; deleting the queue
 deletes the lanes it lists, then the queue, then any lane created meanwhile.
 
-Not lanes (yet): FIFO queues (a group's order and the deduplication window span the queue) and
-queues with an expiry (a lease in a lane would not record a use of the queue). Lanes are not
-dropped yet: a queue keeps up to `limits.lanes_max`, and while a client long-polls it every lane
-costs a probe a second.
+A lane a node has seen hold nothing for `limits.lane_quiet_s` is closed, kept a freed slot's keep
+and dropped (`_close_and_drop` says why that is safe). Not lanes (yet): FIFO queues (a group's
+order and the deduplication window span the queue) and queues with an expiry (a lease in a lane
+would not record a use of the queue); a send scheduled beyond the longest delay goes to the
+queue's own log, whose scheduled items outlive any lane.
 """
 
 from __future__ import annotations
