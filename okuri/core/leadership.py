@@ -24,9 +24,12 @@ def leader(st: QueueState, now_ms: int) -> tuple[str, str] | None:
     return st.lead[0], st.lead[1]
 
 
-def take_lead(st: QueueState, node: str, url: str, now_ms: int, passed_over: str = "") -> None:
+def take_lead(
+    st: QueueState, node: str, url: str, now_ms: int, passed_over: str = "", claim: bool = False
+) -> None:
     """On a state about to be written by `node`: take the lead if none is in force (or the one
-    in force is `passed_over`, a leader this node cannot reach), renew it if it is ours."""
+    in force is `passed_over`, a leader this node cannot reach, or `node` claims it: the node
+    that produces into a lane, whose consumers take from it first), renew it if it is ours."""
     current = leader(st, now_ms)
-    if current is None or current[0] == node or current[0] == passed_over:
+    if current is None or claim or current[0] == node or current[0] == passed_over:
         st.lead = (node, url, now_ms + limits.commit_lead_ms)

@@ -96,7 +96,7 @@ class Lanes:
         self._quiet_s = quiet_s
         self._tasks = Tasks()
         self._lanes: dict[str, Queue] = {}
-        self.own: Queue | None = None  # the lane this node's producers write, once it has one
+        self._own: Queue | None = None
         self._losses: deque[float] = deque(maxlen=_CONTENDED)
         self._opening: asyncio.Task[None] | None = None
         self._checking: asyncio.Task[None] | None = None
@@ -109,6 +109,21 @@ class Lanes:
         root.slots.contended = self._contended
 
     # --- which lane ---------------------------------------------------------------------------
+
+    @property
+    def own(self) -> Queue | None:
+        """The lane this node's producers write, once it has one."""
+        return self._own
+
+    @own.setter
+    def own(self, q: Queue | None) -> None:
+        """This node leads the lane it produces into (its consumers take from it first; with
+        another leading it, every lease and delete would travel there), and no other."""
+        if self._own is not None:
+            self._own.manifest.claims = False
+        if q is not None:
+            q.manifest.claims = True
+        self._own = q
 
     def lane(self, name: str) -> Queue:
         """The lane named `name` (`keys.lane_name`) on this node."""

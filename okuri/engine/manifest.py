@@ -126,6 +126,9 @@ class Manifest:
         self._led_s = -1e18  # when a peer last forwarded a commit here
         self._counter = 0
         self._shared = False  # other nodes write this manifest too (see `_note_sharing`)
+        # This node takes the lead at its commits whoever holds it, and never forwards: the
+        # node producing into a lane (okuri/engine/lanes.py).
+        self.claims = False
         self._ride: RideFn = lambda _: []
         self._rode: RodeFn = lambda _: None
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
@@ -284,7 +287,9 @@ class Manifest:
             out = apply(st, now, [*adopts, *flat], token)
             out.results = out.results[len(adopts) + len(before) :]
             if out.changed and self._peering.enabled:
-                take_lead(out.state, self._node_id, self._peering.url, now, passed_over)
+                take_lead(
+                    out.state, self._node_id, self._peering.url, now, passed_over, self.claims
+                )
             return Change(out.state if out.changed else None, out)
 
         token = self._token()
@@ -331,6 +336,8 @@ class Manifest:
         now_s = self.clock.monotonic_s()
         if lead is None or lead[0] == self._node_id or lead[0] == peering.passed_over(now_s):
             return "here"
+        if self.claims:
+            return "here"  # this node leads it whoever did: its next commit takes the lead
         if now_s - self._led_s < limits.commit_lead_ms / 1000:
             return "here"  # others forward here: commit (and take the lead) rather than bounce
         assert peering.client is not None

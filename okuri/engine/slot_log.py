@@ -100,6 +100,7 @@ class SlotLog:
         self._width = 1  # slots read at once in the next discovery round
         self.last_probe_s = -1e18
         self.last_probe_ended = False  # the last read round met an empty slot
+        self._probing: asyncio.Future[None] | None = None  # a probe in flight
         # How long a probe that met the end of the log stands for the next: the minimum while
         # slots came within the last `poll_ms_max`, then doubled by each probe that finds none.
         # Kept across receives, so a consumer repeating short polls on a quiet queue costs at
@@ -388,11 +389,31 @@ class SlotLog:
         `paced`: no read while the last one that met the end of the log still stands
         (`poll_ms`): what it found, or that it found nothing, is as good as a new read.
         """
-        st = await self.manifest.current()
+        while True:
+            st = await self.manifest.current()
+            head, have, found = self._known_run(st)
+            if paced and self.next_probe_in_s() > 0:
+                return self._found(found)
+            if not paced or self._probing is None:
+                break
+            # A probe is out: once it meets the end of the log, its answer is as new as ours
+            # would be (thirty consumers each reading the same empty slot cost thirty GETs
+            # for one answer); had it less to find than we have, we read on after it.
+            await asyncio.wait({self._probing})
         inc = st.incarnation
-        head, have, found = self._known_run(st)
-        if paced and self.next_probe_in_s() > 0:
-            return self._found(found)
+        mine = self._probing is None
+        if mine:
+            self._probing = asyncio.get_running_loop().create_future()
+        try:
+            return await self._probe(inc, head, have, found, want_messages)
+        finally:
+            if mine and self._probing is not None:
+                self._probing.set_result(None)
+                self._probing = None
+
+    async def _probe(self, inc: str, head: int, have: int, found: int, want_messages: int) -> int:
+        """`discover`'s reads: rounds of slots read at once from `head`, each as wide as the
+        last round found, until `want_messages` are known or a slot is empty."""
         self.last_probe_s = self.clock.monotonic_s()
         reads, ended, new = 0, False, 0
         while have < max(want_messages, 1) and reads < limits.probe_segments_max:
