@@ -27,8 +27,8 @@ Q, DLQ = "jobs", "jobs-dlq"
 # until lanes retired: its big leases went to lanes, one consumer at a time).
 SEED = 60
 # A native seed whose consumers dead-letter a message that no older receipt of it then deletes
-# (in seed 11, once the seed above, the first receiver's late delete, with its earlier receipt, finishes the
-# messages a broken dead-letter left leased, so the run passes either way).
+# (in seed 11, once the seed above, the first receiver's late delete, with its earlier receipt,
+# finishes the messages a broken dead-letter left leased, so the run passes either way).
 DEAD_LETTER_SEED = 0
 
 
