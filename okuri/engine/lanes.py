@@ -102,6 +102,7 @@ class Lanes:
         self._checking: asyncio.Task[None] | None = None
         self._syncing: set[str] = set()
         self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
+        self._looked_last = -1e18  # when this node, with a lane of its own, last looked
         self._quiet_since: dict[str, float] = {}  # lane name -> since when it held nothing here
         self._retiring: set[str] = set()
         self._missing: dict[str, float] = {}  # lane name -> when a receive found it gone
@@ -324,19 +325,22 @@ class Lanes:
 
     def _due_looks(self, lanes: list[Queue], own: Queue | None, first: bool) -> list[Queue]:
         """The lanes to look into before this pass: on a receive's first pass, each that seems
-        empty; later, with a lane of its own, each not looked into for `_FOREIGN_LOOK_S`."""
+        empty; with a lane of its own, one a `_FOREIGN_LOOK_S`, the one looked into longest
+        ago. Every node looking into every lane each second cost N GETs a second a node, more
+        than the messages on sixteen nodes; one each, the cluster still looks into every lane
+        about once a second (a lane its owner cannot drain, or whose owner died)."""
         if own is None and not first:
             return []  # every lane's discovery runs while this receive waits
         now = self._clock.monotonic_s()
-        due = []
-        for q in lanes:
-            if q is own or self._promising(q):
-                continue
-            if own is not None and now - self._looked.get(q.name, -1e18) < _FOREIGN_LOOK_S:
-                continue
+        quiet = [q for q in lanes if q is not own and not self._promising(q)]
+        if own is not None:
+            if not quiet or now - self._looked_last < _FOREIGN_LOOK_S:
+                return []
+            quiet = [min(quiet, key=lambda q: (self._looked.get(q.name, -1e18), q.name))]
+            self._looked_last = now
+        for q in quiet:
             self._looked[q.name] = now
-            due.append(q)
-        return due
+        return quiet
 
     # --- retiring a quiet lane ----------------------------------------------------------------
 

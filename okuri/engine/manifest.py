@@ -214,6 +214,8 @@ class Manifest:
     async def commit(self, ops: Sequence[Op]) -> list[Result]:
         """Apply `ops` in this node's next group commit (or its leader's); their results,
         in order."""
+        if self.committer.closed:
+            raise Unavailable(f"this node is stopping: it commits nothing more to {self.name!r}")
         return await self.committer.submit((list(ops), False))
 
     async def commit_for_peer(self, ops: Sequence[Op]) -> tuple[list[Result], str, bytes]:

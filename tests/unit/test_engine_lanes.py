@@ -22,6 +22,7 @@ from okuri.engine import Engine, SendRequest
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
+from okuri.store.counting import CountingStore
 from okuri.store.memory import MemoryStore
 from okuri.store.port import Blob
 
@@ -408,3 +409,44 @@ def test_a_receive_leaves_out_a_listed_lane_whose_manifest_is_gone() -> None:
 
     waited, lanes = run_virtual(scenario())
     assert lanes and 4.5 <= waited <= 6.0
+
+
+def test_a_node_with_a_lane_of_its_own_looks_into_one_other_lane_a_second() -> None:
+    """Six nodes, each with its lane: a consumer long-polling the idle queue on one of them
+    reads its own lane and one other lane a second, not all six (on sixteen nodes, looking
+    into every lane each second cost more GETs than the messages)."""
+
+    async def scenario() -> tuple[int, int, float]:
+        store = MemoryStore()
+        counted = CountingStore(store)
+        wire = Wire()
+        nodes = []
+        for i in range(6):
+            clock = LoopClock(EPOCH_MS, random.Random(i))
+            e = Engine(counted if i == 0 else store, clock, LINGER_MS, f"n{i}")
+            e.peering.client, e.peering.url = wire, f"sim://n{i}"
+            wire.nodes[e.peering.url] = e
+            nodes.append(e)
+        await nodes[0].create_queue(Q)
+        for _ in range(4):
+            if all(e.lanes(Q).own is not None for e in nodes):
+                break
+            await send_together(nodes, 4)
+        await drain(nodes)
+        lanes = len((await nodes[0].read_manifest(Q)).lanes)
+        assert nodes[0].lanes(Q).own is not None
+        loop = asyncio.get_running_loop()
+        before = counted.counts["get"]
+        began = loop.time()
+        while loop.time() - began < 30:
+            assert await nodes[0].receive(Q, 10, 30, 20) == []
+        seconds = loop.time() - began
+        gets = counted.counts["get"] - before
+        await close(nodes)
+        return lanes, gets, seconds
+
+    lanes, gets, seconds = run_virtual(scenario())
+    assert lanes >= 4
+    # Its own lane: a probe a second once idle, and its manifest read at times; one other
+    # lane a second: its manifest and a probe. Every lane a second was over 2 GETs a lane.
+    assert gets <= 4 * seconds, (gets, seconds)
