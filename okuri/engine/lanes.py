@@ -23,11 +23,11 @@ for attributes, the lane list and the queue's life: a lane takes the queue's att
 created and again whenever they differ from a fresh read of the queue's; deleting the queue
 deletes the lanes it lists, then the queue, then any lane created meanwhile.
 
-A lane a node has seen hold nothing for `limits.lane_quiet_s` is closed, kept a freed slot's keep
-and dropped (`_close_and_drop` says why that is safe). Not lanes (yet): FIFO queues (a group's
-order and the deduplication window span the queue) and queues with an expiry (a lease in a lane
-would not record a use of the queue); a send scheduled beyond the longest delay goes to the
-queue's own log, whose scheduled items outlive any lane.
+A lane a node has seen hold nothing for `limits.lane_quiet_s` is closed, kept a freed slot's
+keep and dropped (okuri/engine/lane_retirement.py says why that is safe). Not lanes (yet): FIFO
+queues (a group's order and the deduplication window span the queue) and queues with an expiry
+(a lease in a lane would not record a use of the queue); a send scheduled beyond the longest
+delay goes to the queue's own log, whose scheduled items outlive any lane.
 """
 
 from __future__ import annotations
@@ -42,13 +42,14 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.browse import BrowsePage, MessageView, lane_position, position_in_lane
-from okuri.core.lane_ops import AddLane, CloseLane, DropLane
+from okuri.core.lane_ops import AddLane
 from okuri.core.receipts import Receipt
 from okuri.core.schedule import beyond_delay
 from okuri.core.state import QueueAttrs
 from okuri.core.transitions import SetAttributes
 from okuri.core.views import Counts, has_visible
 from okuri.engine.browse import browse
+from okuri.engine.lane_retirement import Retirement
 from okuri.engine.queue import Queue
 from okuri.engine.retry import retrying
 from okuri.engine.tasks import Tasks
@@ -93,7 +94,6 @@ class Lanes:
         self._clock = clock
         self._stats = stats
         self._enabled = enabled
-        self._quiet_s = quiet_s
         self._tasks = Tasks()
         self._lanes: dict[str, Queue] = {}
         self._own: Queue | None = None
@@ -103,8 +103,7 @@ class Lanes:
         self._syncing: set[str] = set()
         self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
         self._looked_last = -1e18  # when this node, with a lane of its own, last looked
-        self._quiet_since: dict[str, float] = {}  # lane name -> since when it held nothing here
-        self._retiring: set[str] = set()
+        self._retirement = Retirement(root, store, clock, stats, self._tasks, quiet_s, self._disown)
         self._missing: dict[str, float] = {}  # lane name -> when a receive found it gone
         self._turn = 0
         root.slots.contended = self._contended
@@ -125,6 +124,11 @@ class Lanes:
         if q is not None:
             q.manifest.claims = True
         self._own = q
+
+    def _disown(self, q: Queue) -> None:
+        """`q` is being retired: this node's producers stop sending into it."""
+        if self._own is q:
+            self.own = None
 
     def lane(self, name: str) -> Queue:
         """The lane named `name` (`keys.lane_name`) on this node."""
@@ -282,7 +286,7 @@ class Lanes:
                 looks = self._due_looks(lanes, own, first)
                 if looks:
                     await asyncio.gather(*(self._look(q, max_messages) for q in looks))
-                self._note_quiet(lanes)
+                self._retirement.note(lanes)
                 for q in self._order(lanes):
                     self._sync_attrs(q)
                     try:
@@ -341,70 +345,6 @@ class Lanes:
         for q in quiet:
             self._looked[q.name] = now
         return quiet
-
-    # --- retiring a quiet lane ----------------------------------------------------------------
-
-    def _note_quiet(self, lanes: list[Queue]) -> None:
-        """Keep, per lane, since when this node has seen it hold nothing; retire one quiet for
-        `limits.lane_quiet_s`, so a queue whose producers went back to one node (or none) costs
-        what a queue without lanes does."""
-        now = self._clock.monotonic_s()
-        for q in lanes:
-            st = q.state
-            if q is self.root or st is None:
-                continue
-            if st.segments or q.slots.known_end() > st.next_seq or q.receiver.holds_ahead():
-                self._quiet_since.pop(q.name, None)
-                continue
-            since = self._quiet_since.setdefault(q.name, now)
-            if now - since >= self._quiet_s and q.name not in self._retiring:
-                self._retiring.add(q.name)
-                self._tasks.spawn(self._retire(q))
-
-    async def _retire(self, q: Queue) -> None:
-        try:
-            await self._close_and_drop(q)
-        except (QueueDoesNotExist, Unavailable) as err:
-            log.info("retiring lane %s: %s", q.name, err)
-        finally:
-            self._retiring.discard(q.name)
-            self._quiet_since.pop(q.name, None)
-
-    async def _close_and_drop(self, q: Queue) -> None:
-        """Close a quiet lane to sends, wait until no send picked before the close can still
-        land, then unlist it and delete it, if it still holds nothing.
-
-        A producer acknowledges a send without reading the lane's manifest again only when the
-        manifest it picked its slot from was shown current less than half a freed slot's keep
-        before (okuri/engine/slot_log.py, `_verify_slot`): once the lane has been closed for a
-        whole keep, every slot written into it was written before the close, or is refused."""
-        if not await self._empty(q):
-            return
-        st = q.state
-        assert st is not None
-        if not st.closed_ms:
-            (closed,) = await q.manifest.commit([CloseLane(st.next_seq)])
-            if closed is not True:
-                return  # something came meanwhile
-            self._stats["lanes_closed"] += 1
-        if self.own is q:
-            self.own = None
-        await self._clock.sleep(limits.freed_slot_keep_s)
-        if not await self._empty(q):
-            return  # sends that landed before the close: consumed as any, retired later
-        lane = q.name.partition(keys.LANE_SEP)[2]
-        (dropped,) = await self.root.manifest.commit([DropLane(lane)])
-        if dropped is True:
-            self._stats["lanes_dropped"] += 1
-        await retrying(self._clock, lambda: self._store.delete(keys.manifest(q.name)))
-        q.forget()
-        q.tasks.spawn(q.sweep_quietly())  # its segments, read by no one now
-
-    async def _empty(self, q: Queue) -> bool:
-        """Does the lane hold nothing, on a fresh read and a probe past its cursor?"""
-        st = await q.refresh()
-        await q.slots.discover(1)
-        return not st.segments and q.slots.known_end() <= st.next_seq
 
     async def _look(self, q: Queue, want_messages: int) -> None:
         """Probe a lane's log (paced: at most a probe per poll interval) and read its manifest
