@@ -450,3 +450,31 @@ def test_a_node_with_a_lane_of_its_own_looks_into_one_other_lane_a_second() -> N
     # Its own lane: a probe a second once idle, and its manifest read at times; one other
     # lane a second: its manifest and a probe. Every lane a second was over 2 GETs a lane.
     assert gets <= 4 * seconds, (gets, seconds)
+
+
+def test_each_node_leads_the_lane_it_produces_into() -> None:
+    """Left to whichever node committed first, one node of two led both lanes and the other
+    forwarded nearly every lease and delete to it; the producer of a lane claims its lead."""
+
+    async def scenario() -> tuple[dict[str, str], dict[str, str]]:
+        store = MemoryStore()
+        nodes = cluster(store)
+        await nodes[0].create_queue(Q)
+        await send_together(nodes, 8)
+        await drain(nodes[:1])  # node 0 leases and deletes in node 1's lane first: it leads it
+        await send_together(nodes, 4, first=20)
+        await drain(nodes[::-1])
+        owners = {
+            e.node_id: own.name for e in nodes if (own := e.lanes(Q).own) is not None
+        }
+        leads = {}
+        for node, lane in owners.items():
+            st = await nodes[0].lanes(Q).lane(lane).refresh()  # as stored
+            assert st.lead is not None
+            leads[node] = st.lead[0]
+        await close(nodes)
+        return owners, leads
+
+    owners, leads = run_virtual(scenario())
+    assert len(owners) == 2
+    assert leads == {node: node for node in owners}
