@@ -113,9 +113,9 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
     assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
 
 
-RELEASE_SEED = 101_288  # found by searching seeds from 100000 with the mutations below
-# (100,900 until a delete's commit took the next leases along, 101,124 until lanes retired: each
-# changed the schedules)
+RELEASE_SEED = 101_758  # found by searching seeds from 100000 with the mutations below
+# (100,900 until a delete's commit took the next leases along, 101,124 until lanes retired,
+# 101,288 until late lanes went first: each changed the schedules)
 
 
 def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
@@ -275,10 +275,10 @@ def test_a_dead_lettered_copy_counts_as_delivered() -> None:
 
 # A failover seed, found by searching them with the mutation below (2,017 until leases took a
 # standard queue's messages in send order, 2,337 until a delete's commit took the next leases
-# along, 3,027 until lanes retired, 3,237 and 3,117 until a lane's producer claimed its lead,
-# receives shared their probes of the log and a node looked into one other lane a second: each
-# changed what its runs lease and when).
-DELETE_JUDGED_SEED = 4_537
+# along, 3,027 until lanes retired, 3,237, 3,117, 4,537 and 3,667 until a lane's producer
+# claimed its lead, receives shared their probes of the log, a node looked into one other lane a
+# second and late lanes went first: each changed what its runs lease and when).
+DELETE_JUDGED_SEED = 3_487
 
 
 def test_a_delete_that_writes_nothing_is_judged_on_a_state_shown_current_after_it_was_asked(
