@@ -336,10 +336,10 @@ class Manifest:
             return "here"
         lead = leader(st, self.clock.now_ms())
         now_s = self.clock.monotonic_s()
-        if lead is None or lead[0] == self._node_id or lead[0] == peering.passed_over(now_s):
+        # A node that claims the manifest (a lane's producer) leads it whoever did: its next
+        # commit takes the lead.
+        if lead is None or self.claims or lead[0] in (self._node_id, peering.passed_over(now_s)):
             return "here"
-        if self.claims:
-            return "here"  # this node leads it whoever did: its next commit takes the lead
         if now_s - self._led_s < limits.commit_lead_ms / 1000:
             return "here"  # others forward here: commit (and take the lead) rather than bounce
         assert peering.client is not None

@@ -400,16 +400,14 @@ class SlotLog:
             # would be (thirty consumers each reading the same empty slot cost thirty GETs
             # for one answer); had it less to find than we have, we read on after it.
             await asyncio.wait({self._probing})
-        inc = st.incarnation
-        mine = self._probing is None
-        if mine:
-            self._probing = asyncio.get_running_loop().create_future()
+        if self._probing is not None:  # unpaced: read for ourselves, beside the probe out
+            return await self._probe(st.incarnation, head, have, found, want_messages)
+        probing = self._probing = asyncio.get_running_loop().create_future()
         try:
-            return await self._probe(inc, head, have, found, want_messages)
+            return await self._probe(st.incarnation, head, have, found, want_messages)
         finally:
-            if mine and self._probing is not None:
-                self._probing.set_result(None)
-                self._probing = None
+            probing.set_result(None)
+            self._probing = None
 
     async def _probe(self, inc: str, head: int, have: int, found: int, want_messages: int) -> int:
         """`discover`'s reads: rounds of slots read at once from `head`, each as wide as the
