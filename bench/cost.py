@@ -39,6 +39,11 @@ from okuri.store.memory import Faults, MemoryStore
 PUT_CLASS_USD_PER_MILLION = 5.00
 GET_CLASS_USD_PER_MILLION = 0.40
 QUEUE = "bench"
+IDLE_FIFO_QUEUE = "bench.fifo"
+IDLE_FIFO_ATTRS = QueueAttrs(
+    fifo=True,
+    extra={"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"},
+)
 
 
 @dataclass(frozen=True)
@@ -285,19 +290,28 @@ async def _run(scenario: Scenario, seed: int) -> dict[str, Any]:
     }
 
 
-async def _idle(seed: int, hours: float = IDLE_HOURS) -> float:
-    """Dollars per hour of one empty queue with two long-polling consumers on one node."""
+async def _idle(seed: int, hours: float = IDLE_HOURS, partitioned: bool = False) -> float:
+    """Dollars per hour of one empty queue with two long-polling consumers on one node.
+    `partitioned`: a high-throughput FIFO queue (its groups over partitions, each probed),
+    after ten messages went through it."""
     memory = LATENCY.store("bench", seed)
     store = CountingStore(memory)
     node = Engine(store, LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}")), 100, "idle")
-    await node.create_queue(QUEUE)
+    name = IDLE_FIFO_QUEUE if partitioned else QUEUE
+    await node.create_queue(name, IDLE_FIFO_ATTRS if partitioned else None)
+    if partitioned:
+        await node.send(
+            name, [SendRequest(b"x", group_id=f"g{i}", dedup_id=str(i)) for i in range(10)]
+        )
+        while got := await node.receive(name, 10, None, 1):
+            await node.ack(name, [d.receipt_handle for d in got])
     store.counts.by_class = dict.fromkeys(store.counts.by_class, 0)
     loop = asyncio.get_running_loop()
     stop = loop.time() + hours * 3600
 
     async def poller() -> None:
         while loop.time() < stop:
-            await node.receive(QUEUE, 10, None, 20)
+            await node.receive(name, 10, None, 20)
 
     await asyncio.gather(poller(), poller())
     usd = requests_usd_per_million(per_message(store.counts.snapshot(), 1)) / 1e6
@@ -313,14 +327,16 @@ def measure(seed: int = 1, progress: Callable[[str], None] = lambda line: None) 
     for i, scenario in enumerate(SCENARIOS, 1):
         progress(f"{i}/{steps}: {scenario.label()}, {scenario.duration_s:.0f} simulated s")
         rows.append(run_virtual(_run(scenario, seed)))
-    progress(f"{steps}/{steps}: one idle queue, {IDLE_HOURS:g} simulated hours")
+    progress(f"{steps}/{steps}: one idle queue, {IDLE_HOURS:g} simulated hours, twice")
     idle = run_virtual(_idle(seed))
+    idle_partitioned = run_virtual(_idle(seed, partitioned=True))
     return {
         "prices_usd_per_million": prices(),
         "latency_model": LATENCY.figures(),
         "rows": rows,
         "native_vs_sqs": compare_surfaces(rows),
         "idle_usd_per_queue_hour": round(idle, 6),
+        "idle_partitioned_fifo_usd_per_queue_hour": round(idle_partitioned, 6),
     }
 
 
@@ -412,7 +428,9 @@ def render(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         f"idle: one empty queue, two long-polling consumers: "
-        f"${result['idle_usd_per_queue_hour']:.5f} per queue-hour"
+        f"${result['idle_usd_per_queue_hour']:.5f} per queue-hour; a high-throughput FIFO "
+        f"queue (8 partitions, each probed): "
+        f"${result['idle_partitioned_fifo_usd_per_queue_hour']:.5f}"
     )
     lines.append(pricing_note(result["latency_model"], "latency model"))
     return "\n".join(lines)

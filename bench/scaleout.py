@@ -294,13 +294,13 @@ def render(result: dict[str, Any]) -> str:
 
 
 STORE_CHOICES = ("local", "s3", "both")
-OPEN_LOOP_FLAGS = ("window_s", "steps", "consumers_per_node", "start_rate")
+OPEN_LOOP_FLAGS = ("window_s", "steps", "consumers_per_node", "start_rate", "fifo_groups")
 PROCESS_FLAGS = ("store", "rate", "latency_ms")
 
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here: the open-loop and process modules build on this one's constants.
-    from bench import scaleout_open, scaleout_processes
+    from bench import scaleout_fifo, scaleout_open, scaleout_processes
 
     parser = argparse.ArgumentParser(
         prog="python -m bench scaleout",
@@ -349,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"({scaleout_open.START_RATE_PER_NODE:g})",
     )
     add(
+        "--fifo-groups",
+        type=bounded(int, 1, scaleout_fifo.GROUPS_MAX),
+        default=None,
+        help="open loop: a high-throughput FIFO queue whose messages spread over so many "
+        "groups; a rate counts only with order in each group and no duplicate delivered",
+    )
+    add(
         "--store",
         choices=STORE_CHOICES,
         default=None,
@@ -389,10 +396,13 @@ def cli_main(argv: list[str]) -> int:
         parser.error("--open-loop and --processes are two modes: give one")
     if not args.processes and _given(args, PROCESS_FLAGS):
         parser.error("--store, --rate and --latency-ms need --processes")
-    if args.processes and _given(args, ("steps", "start_rate")):
-        parser.error("--steps and --start-rate need --open-loop")
+    if args.processes and _given(args, ("steps", "start_rate", "fifo_groups")):
+        parser.error("--steps, --start-rate and --fifo-groups need --open-loop")
     if not args.open_loop and not args.processes and _given(args, OPEN_LOOP_FLAGS):
-        parser.error("--window-s, --steps, --consumers-per-node and --start-rate need --open-loop")
+        parser.error(
+            "--window-s, --steps, --consumers-per-node, --start-rate and --fifo-groups need "
+            "--open-loop"
+        )
     if args.processes:
         store = _or(args.store, "s3")
         opts = scaleout_processes.Options(
@@ -431,6 +441,7 @@ def cli_main(argv: list[str]) -> int:
             _or(args.steps, scaleout_open.STEPS),
             _or(args.consumers_per_node, scaleout_open.CONSUMERS_PER_NODE),
             _or(args.start_rate, scaleout_open.START_RATE_PER_NODE),
+            _or(args.fifo_groups, 0),
         )
     except ValueError as err:
         parser.error(str(err))

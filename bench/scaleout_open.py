@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from time import process_time
 from typing import Any
 
+from bench import scaleout_fifo as fifo
 from bench.cost import per_message, pricing_note, requests_usd_per_million
 from bench.cpu_meter import CpuMeter
 from bench.floor import machine_loop_s
@@ -147,9 +148,10 @@ def _percentiles_ms(hist: LatencyHistogram) -> dict[str, float | None]:
 
 
 async def _run(
-    nodes: int, rate: float, window_s: float, consumers_per_node: int, seed: int
+    nodes: int, rate: float, window_s: float, consumers_per_node: int, seed: int, fifo_groups: int
 ) -> dict[str, Any]:
-    """One run at `rate` messages/s offered: what was carried, at what cost and CPU."""
+    """One run at `rate` messages/s offered: what was carried, at what cost and CPU.
+    `fifo_groups`: 0 for a standard queue, else a FIFO queue's groups (bench/scaleout_fifo.py)."""
     loop = asyncio.get_running_loop()
     meter = CpuMeter()
     meter.install(loop)
@@ -165,7 +167,9 @@ async def _run(
         engine.peering.client, engine.peering.url = wire, f"sim://n{i}"
         wire.nodes[engine.peering.url] = (f"n{i}", engine)
         cluster.append((f"n{i}", counting, engine))
-    await cluster[0][2].create_queue(QUEUE)
+    queue = fifo.QUEUE if fifo_groups else QUEUE
+    await cluster[0][2].create_queue(queue, fifo.ATTRS if fifo_groups else None)
+    check = fifo.FifoCheck(fifo_groups) if fifo_groups else None
     for _, counting, _ in cluster:
         counting.counts.by_class = dict.fromkeys(CLASSES, 0)
     for t in tallies:
@@ -176,30 +180,44 @@ async def _run(
     stop = start + window_s
     end = stop + GRACE_S
     producers = nodes * PRODUCERS_PER_NODE
-    interval_s = BATCH_MESSAGES * producers / rate
+    # A FIFO batch leaves room for a copy of an earlier message (fifo.COPY_EVERY says when).
+    fresh = BATCH_MESSAGES - 1 if fifo_groups else BATCH_MESSAGES
+    interval_s = fresh * producers / rate
     tally = _Tally()
     pending: set[asyncio.Task[None]] = set()
 
-    async def send(label: str, engine: Engine, offered_s: float, first: int) -> None:
-        requests = [
-            SendRequest(f"{offered_s:.6f}/{first + k}".encode().ljust(BODY_BYTES, b"x"))
-            for k in range(BATCH_MESSAGES)
-        ]
+    def body(offered_s: float, seq: int) -> bytes:
+        return f"{offered_s:.6f}/{seq}".encode().ljust(BODY_BYTES, b"x")
+
+    async def send(
+        label: str, engine: Engine, offered_s: float, first: int, again: tuple[float, int] | None
+    ) -> None:
+        seqs = list(range(first, first + fresh))
+        requests = [SendRequest(body(offered_s, s)) for s in seqs]
+        if check is not None:
+            requests = [fifo.request(body(offered_s, s), s, fifo_groups) for s in seqs]
+            if again is not None:
+                requests.insert(0, fifo.request(body(*again), again[1], fifo_groups))
         began = loop.time()
-        await meter.on_node(label, engine.send(QUEUE, requests))
+        await meter.on_node(label, engine.send(queue, requests))
         tally.calls["send"].add(loop.time() - began)
+        if check is not None:
+            check.sent(seqs, began - start, loop.time() - start)
 
     async def produce(label: str, engine: Engine, j: int) -> None:
         in_flight: set[asyncio.Task[None]] = set()
         at = start + interval_s * j / producers
+        again: tuple[float, int] | None = None
         while at < stop:
             await asyncio.sleep(max(0.0, at - loop.time()))
             first = tally.offered
-            tally.offered += BATCH_MESSAGES
+            tally.offered += fresh
             if len(in_flight) >= SENDS_IN_FLIGHT_MAX:
-                tally.dropped += BATCH_MESSAGES
+                tally.dropped += fresh
             else:
-                task = asyncio.ensure_future(send(label, engine, at - start, first))
+                copy = again if (first // fresh) % fifo.COPY_EVERY == 0 else None
+                task = asyncio.ensure_future(send(label, engine, at - start, first, copy))
+                again = (at - start, first)
                 in_flight.add(task)
                 pending.add(task)
                 task.add_done_callback(in_flight.discard)
@@ -210,20 +228,22 @@ async def _run(
             wait_s = min(WAIT_S, max(1, math.ceil(end - loop.time())))
             began = loop.time()
             got = await meter.on_node(
-                label, engine.receive(QUEUE, limits.receive_messages_max, None, wait_s)
+                label, engine.receive(queue, limits.receive_messages_max, None, wait_s)
             )
             if got:  # a long poll that waited out its time says nothing of the engine
                 tally.calls["receive"].add(loop.time() - began)
             now_s = loop.time() - start
             for d in got:
                 offered_s, _, seq = d.message.body.rstrip(b"x").decode().partition("/")
+                if check is not None:
+                    check.receive(int(seq), d.message.id, int(seq) not in tally.received)
                 if int(seq) not in tally.received:
                     tally.received.add(int(seq))
                     tally.latencies_s.append(now_s - float(offered_s))
             if got:
                 began = loop.time()
                 results = await meter.on_node(
-                    label, engine.ack(QUEUE, [d.receipt_handle for d in got])
+                    label, engine.ack(queue, [d.receipt_handle for d in got])
                 )
                 tally.calls["ack"].add(loop.time() - began)
                 tally.deleted += sum(1 for r in results if r == "acked")
@@ -261,6 +281,13 @@ async def _run(
     p99_s = _p99_s(tally.latencies_s, tally.offered - len(tally.received))
     cpu = [in_window.get(label, 0.0) / window_s for label, _, _ in cluster]
     broken = refused_by(tally.offered, tally.deleted, tally.dropped, p99_s)
+    kept: dict[str, Any] = {}
+    if check is not None:
+        kept = {
+            "out_of_order": check.out_of_order(),
+            "duplicates_delivered": check.duplicates_delivered(),
+        }
+        broken += [name for name, n in kept.items() if n]
     return {
         "rate_per_s": rate,
         "messages_offered": tally.offered,
@@ -277,14 +304,20 @@ async def _run(
         "cpu_attributed_s": round(sum(meter.seconds.values()), 3),
         "cpu_process_s": round(cpu_process_s, 3),
         "simulated_s": round(elapsed_s, 3),
+        **kept,
     }
 
 
 def run_once(
-    nodes: int, rate: float, window_s: float, consumers_per_node: int, seed: int
+    nodes: int,
+    rate: float,
+    window_s: float,
+    consumers_per_node: int,
+    seed: int,
+    fifo_groups: int = 0,
 ) -> dict[str, Any]:
     """One simulated run at `rate` messages/s offered (what the search tries at each step)."""
-    return run_virtual(_run(nodes, rate, window_s, consumers_per_node, seed))
+    return run_virtual(_run(nodes, rate, window_s, consumers_per_node, seed, fifo_groups))
 
 
 def _rounded(rate: float) -> float:
@@ -328,6 +361,7 @@ def measure(
     steps: int = STEPS,
     consumers_per_node: int = CONSUMERS_PER_NODE,
     start_rate_per_node: float = START_RATE_PER_NODE,
+    fifo_groups: int = 0,
 ) -> dict[str, Any]:
     """For each node count, the highest rate carried (bounded search) and its figures."""
     if not 0 < window_s <= WINDOW_S_MAX:
@@ -340,11 +374,13 @@ def measure(
         raise ValueError(f"consumers per node must be 1 to {CONSUMERS_PER_NODE_MAX}")
     if not RATE_MIN <= start_rate_per_node <= RATE_MAX:
         raise ValueError(f"start rate must be {RATE_MIN:.0f} to {RATE_MAX:.0f} messages/s")
+    if not 0 <= fifo_groups <= fifo.GROUPS_MAX:
+        raise ValueError(f"FIFO groups must be 0 (a standard queue) to {fifo.GROUPS_MAX}")
     rows = []
     for n in node_counts:
 
         def run(rate: float, n: int = n) -> dict[str, Any]:
-            return run_once(n, rate, window_s, consumers_per_node, seed)
+            return run_once(n, rate, window_s, consumers_per_node, seed, fifo_groups)
 
         best, tried = search(run, start_rate_per_node * n, steps)
         cpu_max = max(best["cpu_core_per_node"]) if best is not None else None
@@ -369,6 +405,7 @@ def measure(
             "deleted_fraction_min": DELETED_FRACTION_MIN,
             "p99_s_max": P99_S_MAX,
             "steps_max": steps,
+            "fifo_groups": fifo_groups,
         },
         "latency_model": LATENCY.figures(),
         "cpu_method": CPU_METHOD,

@@ -13,6 +13,9 @@ lanes_max = 64
 # A lane one node has seen hold nothing for this long is closed and, a freed slot's keep later,
 # dropped (okuri/engine/lanes.py).
 lane_quiet_s = 300.0
+# A high-throughput FIFO queue's partitions (okuri/engine/partitions.py): each message group
+# lives in one, by a hash of its id, so this is fixed when the queue is created.
+fifo_partitions = 8
 lease_messages_max = 100  # one engine receive (a native lease); SQS asks for at most 10
 wait_s_max = 20
 visibility_s_max = 12 * 60 * 60

@@ -68,7 +68,13 @@ def parse_position(text: str) -> tuple[int, int]:
 
 
 def view(
-    m: Message, seq: int, idx: int, lease: Lease | None, now_ms: int, fifo: bool
+    m: Message,
+    seq: int,
+    idx: int,
+    lease: Lease | None,
+    now_ms: int,
+    fifo: bool,
+    partition: int | None = None,
 ) -> MessageView:
     """How message `m` in slot `seq` at `idx` stands at `now_ms`, given its manifest lease
     (None: never leased or delayed in the manifest, or not adopted yet)."""
@@ -93,7 +99,7 @@ def view(
         state=state,
         until_ms=until_ms,
         group=m.group_id,
-        sequence_number=sequence_number(seq, idx) if fifo else None,
+        sequence_number=sequence_number(seq, idx, partition) if fifo else None,
         dead_letter_source=m.dead_letter_source,
     )
 

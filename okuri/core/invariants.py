@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from okuri import limits
+from okuri.core.lane_ops import lane_partition
 from okuri.core.state import QueueState
 
 
@@ -47,6 +48,9 @@ def check_state(st: QueueState) -> None:
                 _broken("epoch_non_negative", st)
     if len(st.lanes) > limits.lanes_max or len(set(st.lanes)) != len(st.lanes):
         _broken("lanes_bounded", st)
+    partitions = [k for lane in st.lanes if (k := lane_partition(lane)) is not None]
+    if len(set(partitions)) != len(partitions):
+        _broken("one_lane_a_partition", st)
     cursor = st.next_seq
     for seq, _sid in st.recent:
         if seq >= cursor:
@@ -74,6 +78,10 @@ def check_step(old: QueueState, new: QueueState) -> None:
         _broken("expired_stays_expired", new)
     if old.closed_ms and new.closed_ms != old.closed_ms:
         _broken("closed_stays_closed", new)  # a retiring lane takes no sends again
+    if old.lanes and new.lanes != old.lanes:
+        for lane in old.lanes:
+            if lane not in new.lanes and lane_partition(lane) is not None:
+                _broken("partitions_stay", new)  # its groups' order lives in it
     for seq, seg in new.segments.items():
         prev = old.segments.get(seq)
         if prev is None:

@@ -1,18 +1,50 @@
 """The operations that open, close and drop a queue's lanes (okuri/engine/lanes.py), as pure
-changes of a manifest: `AddLane` and `DropLane` on the queue's, `CloseLane` on a lane's."""
+changes of a manifest: `AddLane` and `DropLane` on the queue's, `CloseLane` on a lane's.
+
+A high-throughput FIFO queue's lanes are its partitions (okuri/engine/partitions.py), named
+`p{k}x{id}`: at most one is listed for each partition `k`, whichever nodes open it at once.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from okuri import limits
+from okuri.core import keys
 from okuri.core.state import QueueState
+
+_PARTITION = re.compile(r"p(\d{1,2})x[0-9a-f]+")
+
+
+def partition_lane(k: int, ident: str) -> str:
+    """The name of a lane opened for partition `k` (`ident`: hex, new for each opening)."""
+    return f"p{k}x{ident}"
+
+
+def lane_partition(lane: str) -> int | None:
+    """The partition a lane was opened for; None for a lane of a standard queue."""
+    m = _PARTITION.fullmatch(lane)
+    return int(m.group(1)) if m else None
+
+
+def partition_lanes(lanes: list[str]) -> dict[int, str]:
+    """The lane listed for each partition."""
+    return {k: lane for lane in lanes if (k := lane_partition(lane)) is not None}
+
+
+def partition_of_queue(name: str) -> int | None:
+    """The partition a queue or lane (by its name, `keys.lane_name`) holds; None for a queue's
+    own log or a standard queue's lane."""
+    _, sep, lane = name.partition(keys.LANE_SEP)
+    return lane_partition(lane) if sep else None
 
 
 @dataclass(frozen=True, slots=True)
 class AddLane:
     """List lane `lane` in a queue's manifest (okuri/engine/lanes.py), when the manifest is
-    still of `incarnation` and holds fewer than `limits.lanes_max`. Result: listed or not."""
+    still of `incarnation`, holds fewer than `limits.lanes_max` and, for a partition's lane,
+    lists none for that partition. Result: listed or not."""
 
     lane: str
     incarnation: str
@@ -43,6 +75,9 @@ def apply_lane_op(
                 return True, False
             if op.incarnation != st.incarnation or len(st.lanes) >= limits.lanes_max:
                 return False, False
+            k = lane_partition(op.lane)
+            if k is not None and k in partition_lanes(st.lanes):
+                return False, False  # another node listed this partition's lane first
             st.lanes.append(op.lane)
             return True, True
         case DropLane():

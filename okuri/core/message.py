@@ -65,9 +65,17 @@ SEQUENCE_BASE = 10**19  # FIFO sequence numbers print as 20 digits, as SQS's do
 SEQUENCE_INDEX_BITS = 16  # above segment_messages_max
 
 
-def sequence_number(seq: int, idx: int) -> str:
-    """A FIFO message's SequenceNumber: it grows with slot order, which is group order."""
-    return str(SEQUENCE_BASE + (seq << SEQUENCE_INDEX_BITS) + idx)
+SEQUENCE_PARTITION_BITS = 6  # a partition's lane (okuri/engine/partitions.py), of lanes_max
+
+
+def sequence_number(seq: int, idx: int, partition: int | None = None) -> str:
+    """A FIFO message's SequenceNumber: it grows with slot order, which is group order. In a
+    partition's lane (a group lives in one) the partition goes in the lowest bits, so no two
+    messages of the queue share a number and each group's still grow."""
+    number = (seq << SEQUENCE_INDEX_BITS) + idx
+    if partition is not None:
+        number = (number << SEQUENCE_PARTITION_BITS) + partition
+    return str(SEQUENCE_BASE + number)
 
 
 def encode_segment(segment: Segment) -> bytes:

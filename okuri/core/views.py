@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from okuri import limits
+from okuri.core.lease_order import fifo_group_runs
 from okuri.core.state import Lease as LeaseTuple
 from okuri.core.state import QueueAttrs, QueueState
 
@@ -97,6 +98,14 @@ def has_visible(st: QueueState, now_ms: int) -> bool:
         if seg.remaining() > sum(1 for lease in seg.leases.values() if lease[1] > now_ms):
             return True
     return False
+
+
+def has_leasable(st: QueueState, now_ms: int) -> bool:
+    """Would a lease find a message now? On a FIFO queue, only in a group none of whose
+    messages is hidden: a visible message behind one in flight waits."""
+    if not st.attrs.fifo:
+        return has_visible(st, now_ms)
+    return bool(fifo_group_runs(st, now_ms, set())[0])
 
 
 def adoption_room(st: QueueState) -> int:

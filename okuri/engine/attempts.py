@@ -73,36 +73,43 @@ class ReceiveAttempts:
         except OkuriError as err:
             log.warning("could not record receive attempt on %s: %s", self.name, err)
 
-    async def recall(self, attempt: str) -> tuple[list[Delivery], int] | None:
-        """The deliveries of the receive first made with `attempt`, those still in flight
-        under it, and that receive's visibility timeout; None if there is no such receive (or
-        nothing of it is in flight)."""
+    async def recall(self, attempt: str) -> tuple[list[str], int] | None:
+        """The receipts the receive first made with `attempt` answered, and its visibility
+        timeout; None if there is no such receive on record (or its record ran out)."""
         key = _key(self.name, attempt)
         try:
             blob = await retrying(self.clock, lambda: self.store.get(key))
             record = orjson.loads(blob.data)
-            until_ms, handles = int(record["until"]), list(record["receipts"])
+            until_ms, handles = int(record["until"]), [str(h) for h in record["receipts"]]
             vis_s = int(record["vis"])
         except NotFound:
             return None
         except (OkuriError, orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             log.warning("could not read receive attempt on %s: %s", self.name, err)
             return None
-        now = self.clock.now_ms()
-        if until_ms <= now:
+        if until_ms <= self.clock.now_ms():
             return None
+        return handles, vis_s
+
+    async def in_flight(self, handles: Sequence[str]) -> list[Delivery | None]:
+        """Each of `handles` (this log's receipts) whose lease is still in force under it, as
+        delivered again; None for the others."""
         st = await self.manifest.refresh()  # a lease judged on a stale copy could be another's
-        grants: list[Grant] = []
+        now = self.clock.now_ms()
+        out: list[Delivery | None] = []
         for handle in handles:
             try:
                 r = Receipt.decode(handle)
             except ReceiptHandleInvalid:
+                out.append(None)
                 continue
             lease = current_lease(st, r.seq, r.idx) if r.incarnation == st.incarnation else None
-            if lease is not None and lease[0] == r.epoch and lease[1] > now:
-                grants.append(Grant(r.seq, r.idx, r.epoch, lease[2]))  # still in flight under it
-        out = await self.slots.deliveries(st, grants)
-        return (out, vis_s) if out else None
+            if r.queue != self.name or lease is None or lease[0] != r.epoch or lease[1] <= now:
+                out.append(None)
+                continue
+            found = await self.slots.deliveries(st, [Grant(r.seq, r.idx, r.epoch, lease[2])])
+            out.append(found[0] if found else None)
+        return out
 
     async def sweep(self, everything: bool = False) -> int:
         """Delete records past their time (`everything`: all, the queue is gone); how many."""

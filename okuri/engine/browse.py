@@ -25,6 +25,7 @@ async def browse(rt: Queue, start: tuple[int, int], limit: int) -> BrowsePage:
     st = await rt.refresh()
     now_ms = rt.clock.now_ms()
     page = _Page(st, now_ms, start, limit, rt.receiver.held_places(st, now_ms))
+    page.partition = rt.slots.partition
     read = 0
     for seq in sorted(s for s in st.segments if s >= start[0]):
         meta = st.segments[seq]
@@ -68,6 +69,7 @@ class _Page:
         self.held = held  # leased ahead by this node for its next receives: no consumer has them
         self.cutoff = st.retention_cutoff(now_ms)
         self.views: list[MessageView] = []
+        self.partition: int | None = None  # the lane's, in a partitioned FIFO queue
 
     def stop(self, seq: int | None, idx: int) -> BrowsePage:
         return BrowsePage(tuple(self.views), None if seq is None else position(seq, idx))
@@ -91,7 +93,9 @@ class _Page:
                     lease = (receives - 1, 0, first_ms if receives > 1 else 0)
             if len(self.views) == self.limit:
                 return self.stop(seq, idx)
-            self.views.append(view(m, seq, idx, lease, self.now_ms, self.st.attrs.fifo))
+            self.views.append(
+                view(m, seq, idx, lease, self.now_ms, self.st.attrs.fifo, self.partition)
+            )
         return None
 
 

@@ -10,12 +10,14 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.browse import BrowsePage, PositionInvalid, lane_position
 from okuri.core.expiry import touch_due, validate_expires_s
+from okuri.core.fifo import as_declared, check_expiry_allowed, partitioned, partitions
 from okuri.core.message import Message
 from okuri.core.move_records import MoveTask
 from okuri.core.names import is_fifo_name, validate_queue_name
@@ -27,6 +29,7 @@ from okuri.engine.exchanges import Exchanges
 from okuri.engine.expiry import Expiry, ExpirySweeper
 from okuri.engine.lanes import Lanes
 from okuri.engine.move_tasks import MoveTasks, move_messages
+from okuri.engine.peer_sends import decode_send, encode_send_reply, is_send
 from okuri.engine.peering import Peering, PeerRequestInvalid, decode_request, encode_reply
 from okuri.engine.queue import Node, Queue
 from okuri.engine.quotas import QueueCount, Quotas, check_attributes
@@ -142,7 +145,8 @@ class Engine:
 
     async def _send_to(self, name: str, messages: Sequence[Message]) -> None:
         """Append dead-lettered messages to queue `name`, creating it if it is missing."""
-        await (await self.ensure_queue(name)).send_raw(messages)
+        await self.ensure_queue(name)
+        await self.lanes(name).send_raw(messages)
 
     # --- queues ------------------------------------------------------------------------------
 
@@ -161,6 +165,8 @@ class Engine:
                 "QueueName",
             )
         validate_expires_s(attrs.expires_s, "expires_s")
+        if attrs.fifo and attrs.expires_s is None:  # SQS's high-throughput mode: partitions
+            attrs = replace(attrs, extra=partitioned(attrs.extra, limits.fifo_partitions))
         rt = self.runtime(name)
         if namespace is not None and not await self._exists(rt):
             check_attributes(self.quotas, attrs)
@@ -169,10 +175,11 @@ class Engine:
                 st = await rt.create(attrs)
         else:
             st = await rt.create(attrs)
-        if st.attrs != attrs:  # the queue was already there, with other attributes
+        if _declared(st.attrs) != _declared(attrs):  # the queue was already there, with others
             raise QueueAlreadyExists(
                 f"A queue named {name!r} already exists with different attributes"
             )
+        await self.lanes(name).open_partitions()
         if attrs.expires_s is not None:
             # After the manifest (okuri/engine/expiry.py); again on a re-declare, in case the
             # node that created the queue died between the two.
@@ -252,7 +259,8 @@ class Engine:
         lanes = self.lanes(name)
         gone = await lanes.delete() if st.lanes else []  # before the queue (lanes.py says why)
         await retrying(self.clock, lambda: self.store.delete(keys.manifest(name)))
-        if st.lanes or not (st.attrs.fifo or st.attrs.expires_s is not None):
+        lanes_possible = not (st.attrs.fifo or st.attrs.expires_s is not None)
+        if st.lanes or partitions(st.attrs.extra) or lanes_possible:
             gone += await lanes.delete_unlisted()  # listed while this delete went on
         q.forget()
         lanes.forget()
@@ -266,6 +274,7 @@ class Engine:
     async def set_attributes(self, name: str, attrs: QueueAttrs) -> None:
         validate_expires_s(attrs.expires_s, "expires_s")
         check_attributes(self.quotas, attrs)
+        check_expiry_allowed((await self.runtime(name).current()).attrs.extra, attrs.expires_s)
         await self.runtime(name).set_attributes(attrs)
         await self._attributes_changed(name)
         if attrs.expires_s is not None:
@@ -285,6 +294,7 @@ class Engine:
         def checked(attrs: QueueAttrs) -> QueueAttrs:
             new = change(attrs)
             validate_expires_s(new.expires_s, "expires_s")
+            check_expiry_allowed(attrs.extra, new.expires_s)
             check_attributes(self.quotas, new, attrs)
             return new
 
@@ -346,7 +356,9 @@ class Engine:
             raise InvalidArgument("VisibilityTimeout out of range", "VisibilityTimeout")
         if wait_s is not None and not 0 <= wait_s <= limits.wait_s_max:
             raise InvalidArgument("WaitTimeSeconds must be 0 to 20", "WaitTimeSeconds")
-        return await self.lanes(name).receive(max_messages, visibility_s, wait_s, lease_ahead)
+        return await self.lanes(name).receiving.receive(
+            max_messages, visibility_s, wait_s, lease_ahead
+        )
 
     async def remember_receive(
         self, name: str, attempt: str, deliveries: Sequence[Delivery], keep_s: int
@@ -358,7 +370,7 @@ class Engine:
     async def recall_receive(self, name: str, attempt: str) -> list[Delivery] | None:
         """What the receive first made with `attempt` answered and is still in flight, if any;
         their visibility timeout starts over, as SQS does for a retried receive."""
-        return await self.runtime(name).recall_receive(attempt)
+        return await self.lanes(name).recall_receive(attempt)
 
     async def ack(
         self, name: str, receipt_handles: Sequence[str]
@@ -406,7 +418,7 @@ class Engine:
 
     async def send_raw(self, name: str, messages: Sequence[Message]) -> None:
         """Append already-built messages (moves, redrive) keeping their ids and times."""
-        await self.runtime(name).send_raw(messages)
+        await self.lanes(name).send_raw(messages)
 
     async def redrive(self, dlq: str, target: str | None = None, max_messages: int = 10_000) -> int:
         """Move messages from a dead-letter queue back to where they came from, now.
@@ -461,6 +473,13 @@ class Engine:
         Raises PeerRequestInvalid (a request that does not decode, or names another life of
         the queue) and QueueDoesNotExist.
         """
+        if is_send(body):  # a FIFO send for a partition this node leads
+            queue, incarnation, messages = decode_send(body)
+            try:
+                lane = self._named(queue)
+            except InvalidArgument as err:
+                raise PeerRequestInvalid(str(err)) from err
+            return encode_send_reply(await lane.send_for_peer(incarnation, messages))
         req = decode_request(body)
         try:
             rt = self._named(req.queue)
@@ -569,3 +588,7 @@ class Engine:
 
 
 __all__ = ["Engine"]
+
+
+def _declared(attrs: QueueAttrs) -> QueueAttrs:
+    return replace(attrs, extra=as_declared(attrs.extra))

@@ -13,9 +13,9 @@ lists it and from then on sends only there: a lane has one producer node, so its
 never raced for, and its commits are made by whichever node leads it (okuri/core/leadership.py),
 usually that same node, whose consumers receive from it first. A receive tries this node's own
 lane, then the queue's own log and the lanes that look like they hold messages, then waits on
-all of them. A receipt names its lane, so a delete goes to that lane's manifest wherever it is
-asked. One node alone never meets another's segment, so a queue served by one node has no lane
-and costs what it always did.
+all of them (okuri/engine/lane_receiving.py). A receipt names its lane, so a delete goes to
+that lane's manifest wherever it is asked. One node alone never meets another's segment, so a
+queue served by one node has no lane and costs what it always did.
 
 Each lane is a whole `Queue` (okuri/engine/queue.py): leases, ack logs, leadership, discovery
 and the simulator's checks apply to it unchanged. The queue's own manifest stays the authority
@@ -24,10 +24,12 @@ created and again whenever they differ from a fresh read of the queue's; deletin
 deletes the lanes it lists, then the queue, then any lane created meanwhile.
 
 A lane a node has seen hold nothing for `limits.lane_quiet_s` is closed, kept a freed slot's
-keep and dropped (okuri/engine/lane_retirement.py says why that is safe). Not lanes (yet): FIFO
-queues (a group's order and the deduplication window span the queue) and queues with an expiry
-(a lease in a lane would not record a use of the queue); a send scheduled beyond the longest
-delay goes to the queue's own log, whose scheduled items outlive any lane.
+keep and dropped (okuri/engine/lane_retirement.py says why that is safe). A FIFO queue opens
+no lane on contention (a group's order and the deduplication window span the queue), but one
+made in SQS's high-throughput mode has a lane per partition of its groups, for its whole life
+(okuri/engine/partitions.py). Queues with an expiry have none (a lease in a lane would not
+record a use of the queue); a send scheduled beyond the longest delay goes to the queue's own
+log, whose scheduled items outlive any lane.
 """
 
 from __future__ import annotations
@@ -42,14 +44,18 @@ from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.browse import BrowsePage, MessageView, lane_position, position_in_lane
+from okuri.core.fifo import partitions
 from okuri.core.lane_ops import AddLane
+from okuri.core.message import Message
 from okuri.core.receipts import Receipt
 from okuri.core.schedule import beyond_delay
 from okuri.core.state import QueueAttrs
 from okuri.core.transitions import SetAttributes
-from okuri.core.views import Counts, has_visible, oldest_visible_sent_ms
+from okuri.core.views import Counts
 from okuri.engine.browse import browse
+from okuri.engine.lane_receiving import LaneReceiving
 from okuri.engine.lane_retirement import Retirement
+from okuri.engine.partitions import Partitions
 from okuri.engine.queue import Queue
 from okuri.engine.retry import retrying
 from okuri.engine.tasks import Tasks
@@ -68,16 +74,6 @@ _CONTENDED = 2
 _CONTENDED_S = 10.0
 # How fresh a read of the queue's manifest must be for its attributes to overwrite a lane's.
 _ATTRS_FRESH_S = 1.0
-# A message in another lane waiting so long goes before this node's own lane (`_order`): a lane
-# whose node's consumers left or cannot keep up. Not much less: at a cluster's capacity every
-# lane holds messages half a second old, and consumers that turned to other lanes then (0.5 s,
-# one receive in four) made every lane slower, 91% of 28,800 messages/s deleted on sixteen
-# nodes where own lane first deleted them all.
-_LATE_S = 5.0
-# One receive in so many on a node with a lane of its own looks at late lanes first.
-_LATE_EVERY = 8
-# How often a node with a lane of its own looks into the others while its receives wait.
-_FOREIGN_LOOK_S = 1.0
 # How often a node sending into its own lane reads the queue's manifest, to learn whether the
 # queue was deleted meanwhile (its own lane's commits keep only the lane's copy current).
 _ROOT_CHECK_S = 5.0
@@ -109,12 +105,9 @@ class Lanes:
         self._opening: asyncio.Task[None] | None = None
         self._checking: asyncio.Task[None] | None = None
         self._syncing: set[str] = set()
-        self._looked: dict[str, float] = {}  # lane name -> when this node last looked into it
-        self._looked_last = -1e18  # when this node, with a lane of its own, last looked
-        self._retirement = Retirement(root, store, clock, stats, self._tasks, quiet_s, self._disown)
-        self._missing: dict[str, float] = {}  # lane name -> when a receive found it gone
-        self._turn = 0
-        self._late_turn = 0
+        self.retirement = Retirement(root, store, clock, stats, self._tasks, quiet_s, self._disown)
+        self.partitions = Partitions(root, self.lane, store, clock)
+        self.receiving = LaneReceiving(self, clock)  # receives (okuri/engine/lane_receiving.py)
         root.slots.contended = self._contended
 
     # --- which lane ---------------------------------------------------------------------------
@@ -182,6 +175,9 @@ class Lanes:
     # --- producing ----------------------------------------------------------------------------
 
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
+        count = partitions((await self.root.current()).attrs.extra)
+        if count:
+            return await self.partitions.send(requests, count)
         own = self.own
         if own is not None and self._scheduled(requests):
             own = None  # kept beside the queue until due: a lane may be retired before that
@@ -198,6 +194,21 @@ class Lanes:
             if self.own is own:
                 self.own = None  # its lane is gone (the queue was deleted): the queue decides
         return await self.root.send(requests)
+
+    async def send_raw(self, messages: Sequence[Message]) -> None:
+        """Messages already built (dead letters, moves): into the queue's own log, or each
+        into its group's partition."""
+        count = partitions((await self.root.current()).attrs.extra)
+        if count:
+            await self.partitions.send_raw(messages, count)
+        else:
+            await self.root.send_raw(messages)
+
+    async def open_partitions(self) -> None:
+        """A high-throughput FIFO queue was made: list its partitions' lanes now."""
+        count = partitions((await self.root.current()).attrs.extra)
+        if count:
+            await self.partitions.open_all(count)
 
     def _scheduled(self, requests: Sequence[SendRequest]) -> bool:
         """Does any of `requests` wait outside the log until due (okuri/engine/schedule.py)?"""
@@ -262,167 +273,9 @@ class Lanes:
         except (QueueDoesNotExist, Unavailable) as err:
             log.info("opening a lane of %s failed: %s", self.root.name, err)
 
-    # --- consuming ----------------------------------------------------------------------------
+    # --- attributes --------------------------------------------------------------------------
 
-    async def receive(
-        self,
-        max_messages: int,
-        visibility_s: int | None,
-        wait_s: int | None,
-        lease_ahead: bool,
-    ) -> list[Delivery]:
-        """Lease from this node's own lane first, then from wherever messages seem to be;
-        wait on every lane until one has some or the wait is over."""
-        st = await self.root.current()
-        if not st.lanes:
-            return await self.root.receive(max_messages, visibility_s, wait_s, lease_ahead)
-        wait = st.attrs.receive_wait_s if wait_s is None else wait_s
-        deadline = self._clock.monotonic_s() + wait
-        first = True
-        while True:
-            lanes = self._live(self.everyone())
-            own = self.own if self.own in lanes else None
-            for q in lanes:
-                q.poke()  # scheduled items and sweeps, in lanes no receive may lease from
-            # Discovery runs for the lanes this node waits on closely: its own, or every lane
-            # while it has none. The others it looks into at most every `_FOREIGN_LOOK_S`:
-            # with each node taking from its own lane, N nodes probing N lanes 20 times a
-            # second cost more GETs than messages.
-            close = [own] if own is not None else lanes
-            signals = [q.receiver.watch() for q in close]
-            signals += [q.receiver.signal for q in lanes if q not in close]
-            try:
-                looks = self._due_looks(lanes, own, first)
-                if looks:
-                    await asyncio.gather(*(self._look(q, max_messages) for q in looks))
-                self._retirement.note(lanes)
-                for q in self._order(lanes):
-                    self._sync_attrs(q)
-                    try:
-                        got = await q.receive(max_messages, visibility_s, 0, lease_ahead)
-                    except QueueDoesNotExist:
-                        if q is self.root:
-                            raise
-                        await self._gone(q)
-                        continue
-                    if got:
-                        return got
-                first = False
-                remaining = deadline - self._clock.monotonic_s()
-                if remaining <= 0 or self.root.receiver.stopping:
-                    return []
-                pace_s = _FOREIGN_LOOK_S if own is not None else limits.poll_ms_max / 1000
-                await self._first_of(signals, min(remaining, pace_s))
-            finally:
-                for q in close:
-                    q.receiver.unwatch()
-
-    def _live(self, lanes: list[Queue]) -> list[Queue]:
-        """`lanes` but those found gone within `_FOREIGN_LOOK_S`."""
-        now = self._clock.monotonic_s()
-        for name, since in list(self._missing.items()):
-            if now - since >= _FOREIGN_LOOK_S:
-                del self._missing[name]
-        return [q for q in lanes if q.name not in self._missing]
-
-    async def _gone(self, q: Queue) -> None:
-        """A listed lane whose manifest is gone: dropped (this node's copy of the queue's
-        manifest still lists it) or deleted with its queue. Read the queue's manifest again,
-        and leave the lane out of receives for a while: waiting on a lane that is not there
-        would end every wait at once."""
-        self._missing[q.name] = self._clock.monotonic_s()
-        try:
-            await self.root.refresh()
-        except Unavailable as err:
-            log.debug("reading %s again: %s", self.root.name, err)
-
-    def _due_looks(self, lanes: list[Queue], own: Queue | None, first: bool) -> list[Queue]:
-        """The lanes to look into before this pass: on a receive's first pass, each that seems
-        empty; with a lane of its own, one a `_FOREIGN_LOOK_S`, the one looked into longest
-        ago. Every node looking into every lane each second cost N GETs a second a node, more
-        than the messages on sixteen nodes; one each, the cluster still looks into every lane
-        about once a second (a lane its owner cannot drain, or whose owner died)."""
-        if own is None and not first:
-            return []  # every lane's discovery runs while this receive waits
-        now = self._clock.monotonic_s()
-        quiet = [q for q in lanes if q is not own and not self._promising(q)]
-        if own is not None:
-            if not quiet or now - self._looked_last < _FOREIGN_LOOK_S:
-                return []
-            quiet = [min(quiet, key=lambda q: (self._looked.get(q.name, -1e18), q.name))]
-            self._looked_last = now
-        for q in quiet:
-            self._looked[q.name] = now
-        return quiet
-
-    async def _look(self, q: Queue, want_messages: int) -> None:
-        """Probe a lane's log (paced: at most a probe per poll interval) and read its manifest
-        when the copy here is older than a poll, without leasing: a lease on a lane another
-        node leads travels there, and most lanes hold nothing for this receive."""
-        try:
-            if q.manifest.age_s() > limits.poll_ms_max / 1000:
-                await q.refresh()
-            await q.slots.discover(want_messages, paced=True)
-        except (QueueDoesNotExist, Unavailable) as err:
-            log.debug("looking into lane %s: %s", q.name, err)
-
-    def _order(self, lanes: list[Queue]) -> list[Queue]:
-        """The others holding a message that waited `_LATE_S` (the oldest first), this node's
-        own lane, then the other lanes that seem to hold messages, starting from a different
-        one each time so none is starved.
-
-        Own lane first, always, starved the rest under load: a node's own lane never empties
-        while its producers send, so what was sent before the lanes opened (or into the lane
-        of a node whose consumers cannot keep up, or that died) waited until the load ended."""
-        own = self.own if self.own in lanes else None
-        others = [q for q in lanes if q is not own and self._promising(q)]
-        if others:
-            self._turn = (self._turn + 1) % len(others)
-            others = others[self._turn :] + others[: self._turn]
-        self._late_turn = (self._late_turn + 1) % _LATE_EVERY
-        if own is not None and self._late_turn:
-            return [own, *others]
-        late_ms = self._clock.now_ms() - int(_LATE_S * 1000)
-        waiting = [(self._waiting_since_ms(q), q) for q in others]
-        late = sorted(
-            ((sent, q) for sent, q in waiting if sent is not None and sent <= late_ms),
-            key=lambda pair: pair[0],
-        )
-        first = [q for _, q in late]
-        rest = [q for q in others if q not in first]
-        return [*first, own, *rest] if own is not None else [*first, *rest]
-
-    def _waiting_since_ms(self, q: Queue) -> int | None:
-        """When the oldest message this node knows waits in lane `q` was sent: one visible in
-        its manifest as last seen here, or the first slot past its cursor."""
-        st = q.state
-        if st is None:
-            return None
-        oldest = oldest_visible_sent_ms(st, self._clock.now_ms())
-        first = q.slots.known.get(st.next_seq)
-        if first is not None and first.messages:
-            oldest = first.sent_ms if oldest is None else min(oldest, first.sent_ms)
-        return oldest
-
-    def _promising(self, q: Queue) -> bool:
-        st = q.state
-        if st is None or q.receiver.holds_ahead() or q.slots.known_end() > st.next_seq:
-            return True
-        return has_visible(st, self._clock.now_ms())
-
-    async def _first_of(self, signals: list[asyncio.Event], timeout_s: float) -> None:
-        waits = [asyncio.ensure_future(s.wait()) for s in signals]
-        try:
-            await self._clock.wait_for(
-                asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED), timeout_s
-            )
-        except TimeoutError:
-            pass
-        finally:
-            for w in waits:
-                w.cancel()
-
-    def _sync_attrs(self, q: Queue) -> None:
+    def sync_attrs(self, q: Queue) -> None:
         """Give a lane the queue's attributes when a fresh read of the queue shows others."""
         root, lane = self.root.state, q.state
         if q is self.root or root is None or lane is None or lane.attrs == root.attrs:
@@ -473,6 +326,24 @@ class Lanes:
 
         await asyncio.gather(*(one(q, idxs) for q, idxs in places.values()))
         return cast(list[R], results)  # each filled by its lane (zip is strict)
+
+    async def recall_receive(self, attempt: str) -> list[Delivery] | None:
+        """What the receive made with `attempt` answered and is still in flight, in whichever
+        lanes (okuri/engine/attempts.py); their visibility timeout starts over."""
+        found = await self.root.attempts.recall(attempt)
+        if found is None:
+            return None
+        handles, vis_s = found
+        again = await self.by_receipt(handles, lambda h: h, lambda q, hs: q.attempts.in_flight(hs))
+        deliveries = [d for d in again if d is not None]
+        if not deliveries:
+            return None
+        await self.by_receipt(
+            [(d.receipt_handle, vis_s) for d in deliveries],
+            lambda e: e[0],
+            lambda q, es: q.change_visibility(es),
+        )
+        return deliveries
 
     # --- the whole queue ----------------------------------------------------------------------
 

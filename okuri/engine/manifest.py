@@ -23,6 +23,7 @@ from okuri.clock import Clock
 from okuri.core import keys
 from okuri.core.expiry import is_expired
 from okuri.core.leadership import leader, take_lead
+from okuri.core.message import Message
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import (
     Adopt,
@@ -38,6 +39,7 @@ from okuri.engine.batching import Batcher
 from okuri.engine.cas import CasObject, Change
 from okuri.engine.expiry import Expiry
 from okuri.engine.manifest_codec import ManifestCodec
+from okuri.engine.peer_sends import decode_send_reply, encode_send
 from okuri.engine.peering import (
     CommitRequest,
     Peering,
@@ -46,6 +48,7 @@ from okuri.engine.peering import (
     encode_request,
     forwardable,
 )
+from okuri.engine.types import SendResult
 from okuri.errors import QueueDoesNotExist, Unavailable
 from okuri.store.port import ObjectStore
 
@@ -129,6 +132,8 @@ class Manifest:
         # This node takes the lead at its commits whoever holds it, and never forwards: the
         # node producing into a lane (okuri/engine/lanes.py).
         self.claims = False
+        # FIFO sends go to the leader (a partition's lane, okuri/engine/partitions.py).
+        self.forwards_sends = False
         self._ride: RideFn = lambda _: []
         self._rode: RodeFn = lambda _: None
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
@@ -332,16 +337,9 @@ class Manifest:
         "maybe" when the leader was asked and did not answer (it may have committed them)."""
         st = self.cell.state
         peering = self._peering
-        if st is None or not peering.enabled or not forwardable(ops):
+        lead = self._lead_elsewhere()
+        if st is None or lead is None or not forwardable(ops):
             return "here"
-        lead = leader(st, self.clock.now_ms())
-        now_s = self.clock.monotonic_s()
-        # A node that claims the manifest (a lane's producer) leads it whoever did: its next
-        # commit takes the lead.
-        if lead is None or self.claims or lead[0] in (self._node_id, peering.passed_over(now_s)):
-            return "here"
-        if now_s - self._led_s < limits.commit_lead_ms / 1000:
-            return "here"  # others forward here: commit (and take the lead) rather than bounce
         assert peering.client is not None
         wants_slots = not st.attrs.fifo and any(isinstance(op, Lease) for op in ops)
         hints = self._hints(st) if wants_slots else []
@@ -365,6 +363,45 @@ class Manifest:
         self.cell.install(state, etag, data, sent)
         self._stats["manifest_forwards"] += 1
         self._stats["manifest_forwarded_ops"] += len(ops)
+        return results
+
+    def _lead_elsewhere(self) -> tuple[str, str] | None:
+        """The leader to forward to: another node's lead in force, reachable of late, unless
+        this node claims the manifest (its next commit takes the lead) or is forwarded to."""
+        st = self.cell.state
+        peering = self._peering
+        if st is None or not peering.enabled or self.claims:
+            return None
+        lead = leader(st, self.clock.now_ms())
+        now_s = self.clock.monotonic_s()
+        if lead is None or lead[0] in (self._node_id, peering.passed_over(now_s)):
+            return None
+        if now_s - self._led_s < limits.commit_lead_ms / 1000:
+            return None  # others forward here: commit (and take the lead) rather than bounce
+        return lead
+
+    async def forward_send(
+        self, messages: Sequence[Message]
+    ) -> list[SendResult | Exception] | None:
+        """Have the leader write a partition's FIFO messages (okuri/engine/peer_sends.py): its
+        answers, or None to write them here (no lead elsewhere, or no complete answer)."""
+        st = self.cell.state
+        lead = self._lead_elsewhere() if self.forwards_sends else None
+        if st is None or lead is None:
+            return None
+        client = self._peering.client
+        assert client is not None
+        body = encode_send(self.name, st.incarnation, messages)
+        try:
+            async with self.clock.timeout(limits.peer_timeout_s):
+                reply = await client.commit(lead[1], self._peering.scope, body)
+            results = decode_send_reply(reply, len(messages))
+        except (PeerUnreachable, Unavailable, TimeoutError) as err:
+            self._stats["send_forward_failures"] += 1
+            self._peering.pass_over(lead[0], self.clock.monotonic_s())
+            log.info("leader of %s at %s: %s; writing here", self.name, lead[1], err)
+            return None  # a copy the leader wrote too is judged a duplicate of this one
+        self._stats["sends_forwarded"] += len(messages)
         return results
 
     def _note_sharing(self, st: QueueState | None) -> None:

@@ -233,14 +233,6 @@ class Queue:
     ) -> None:
         await self.attempts.remember(attempt, deliveries, keep_s)
 
-    async def recall_receive(self, attempt: str) -> list[Delivery] | None:
-        found = await self.attempts.recall(attempt)
-        if found is None:
-            return None
-        deliveries, vis_s = found
-        await self.finisher.change_visibility([(d.receipt_handle, vis_s) for d in deliveries])
-        return deliveries
-
     async def ack(self, handles: Sequence[str]) -> list[AckResult | ReceiptHandleInvalid]:
         return await self.finisher.ack(handles)
 
@@ -253,6 +245,20 @@ class Queue:
         self, handles: Sequence[str]
     ) -> list[DeadLetterResult | ReceiptHandleInvalid]:
         return await self.finisher.dead_letter_now(handles, self.clock.now_ms())
+
+    async def send_for_peer(
+        self, incarnation: str, messages: Sequence[Message]
+    ) -> list[SendResult | Exception]:
+        """Write FIFO messages a node forwarded to this one, the lane's leader
+        (okuri/engine/peer_sends.py), never forwarding them on."""
+        st = await self.current()
+        if st.incarnation != incarnation:
+            st = await self.refresh()
+            if st.incarnation != incarnation:
+                raise PeerRequestInvalid("the queue was deleted and created again")
+        if not st.attrs.fifo:
+            raise PeerRequestInvalid(f"{self.name!r} is no FIFO queue")
+        return await self.sender.land_fifo(messages)
 
     async def commit_for_peer(self, req: CommitRequest) -> tuple[list[Result], str, bytes]:
         """Commit what a node that takes this one for the queue's leader forwarded: its
@@ -327,6 +333,7 @@ class Queue:
         Each page is judged against a manifest read *after* listing it, so a queue recreated
         meanwhile can only have written keys this page never saw.
         """
+        await self._slide_window()
         prefix = keys.segments_of_queue(self.name)
         deleted = 0
         after = ""
@@ -362,6 +369,17 @@ class Queue:
         deleted += await self.scheduler.sweep(st)
         deleted += await self._sweep_ack_logs()
         return deleted + await self.attempts.sweep(everything=gone)
+
+    async def _slide_window(self) -> None:
+        """Commit on a FIFO log whose deduplication window holds anything: every commit ages
+        the window (okuri/core/transitions.py), and a log nobody receives from (a partition's
+        lane gone quiet) would otherwise keep its finished slots' objects for ever."""
+        try:
+            st = await self.refresh()
+        except QueueDoesNotExist:
+            return
+        if st.attrs.fifo and st.window and st.next_seq > 0:
+            await self.manifest.commit([Reach(st.next_seq - 1)])  # adopts nothing
 
     async def _sweep_ack_logs(self) -> int:
         async def manifest() -> QueueState | None:

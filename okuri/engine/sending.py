@@ -159,15 +159,28 @@ class Sender:
     async def _send_fifo(
         self, attrs: QueueAttrs, requests: Sequence[SendRequest], now: int
     ) -> list[SendResult | Exception]:
-        out: list[SendResult | Exception | None] = [None] * len(requests)
-        placed: list[tuple[int, Message, asyncio.Future[tuple[int, int]]]] = []
+        out: list[SendResult | Exception] = [Unavailable("send not attempted")] * len(requests)
+        built: list[tuple[int, Message]] = []
         for i, req in enumerate(requests):
             try:
-                message = self._fifo_message(attrs, req, now)
+                built.append((i, self._fifo_message(attrs, req, now)))
             except InvalidArgument as err:
                 out[i] = err
-                continue
-            placed.append((i, message, self.slots.append(message)))
+        if built:
+            messages = [m for _, m in built]
+            # A partition's lane is written by its leader (okuri/engine/partitions.py).
+            results = await self.manifest.forward_send(messages)
+            if results is None:
+                results = await self.land_fifo(messages)
+            for (i, _), r in zip(built, results, strict=True):
+                out[i] = r
+        return out
+
+    async def land_fifo(self, messages: Sequence[Message]) -> list[SendResult | Exception]:
+        """Write FIFO messages built and checked (here, or by a node that forwarded them) into
+        this node's next segment; each one's answer once it is durable and judged."""
+        out: list[SendResult | Exception] = [Unavailable("send not attempted")] * len(messages)
+        placed = [(i, m, self.slots.append(m)) for i, m in enumerate(messages)]
         landed: list[tuple[int, Message, int, int]] = []
         for i, message, fut in placed:
             try:
@@ -176,25 +189,29 @@ class Sender:
                 out[i] = err
                 continue
             landed.append((i, message, seq, idx))
-        if landed:
-            st = await self.manifest.current()
-            await self.slots.fifo.catch_up(st)
-            if self.slots.fifo.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
-                for i, message, seq, idx in landed:
-                    out[i] = SendResult(
-                        message.id, message.sent_ms, False, sequence_number(seq, idx)
-                    )
-                self._adopt_soon(st.incarnation, max(seq for _, _, seq, _ in landed))
-                return [r if r is not None else Unavailable("send not attempted") for r in out]
-            try:
-                st = await self._adopted(max(seq for _, _, seq, _ in landed))
-            except (QueueDoesNotExist, Unavailable) as err:
-                for i, *_ in landed:
-                    out[i] = err
-            else:
-                for i, message, seq, idx in landed:
-                    out[i] = self._fifo_result(st, message, seq, idx)
-        return [r if r is not None else Unavailable("send not attempted") for r in out]
+        if not landed:
+            return out
+        st = await self.manifest.current()
+        await self.slots.fifo.catch_up(st)
+        if self.slots.fifo.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
+            for i, message, seq, idx in landed:
+                out[i] = SendResult(
+                    message.id,
+                    message.sent_ms,
+                    False,
+                    self._number(seq, idx),
+                )
+            self._adopt_soon(st.incarnation, max(seq for _, _, seq, _ in landed))
+            return out
+        try:
+            st = await self._adopted(max(seq for _, _, seq, _ in landed))
+        except (QueueDoesNotExist, Unavailable) as err:
+            for i, *_ in landed:
+                out[i] = err
+        else:
+            for i, message, seq, idx in landed:
+                out[i] = self._fifo_result(st, message, seq, idx)
+        return out
 
     def _fifo_message(self, attrs: QueueAttrs, req: SendRequest, now: int) -> Message:
         if len(req.body) > attrs.max_message_bytes:
@@ -205,9 +222,7 @@ class Sender:
         if not req.group_id:
             raise InvalidArgument("a FIFO queue needs a message group id", "MessageGroupId")
         if not req.dedup_id:
-            raise InvalidArgument(
-                "a FIFO queue needs a deduplication id", "MessageDeduplicationId"
-            )
+            raise InvalidArgument("a FIFO queue needs a deduplication id", "MessageDeduplicationId")
         if req.delay_s is not None or req.enqueue_at_ms is not None:
             raise InvalidArgument("a FIFO queue takes no per-message delay", "DelaySeconds")
         return Message(
@@ -260,15 +275,29 @@ class Sender:
             # found is what SQS would have answered (the purge took this copy either way).
             earlier = first is not None and (first.seq, first.idx) < (seq, idx)
             if not earlier or first is None or first.message_id == message.id:
-                return SendResult(message.id, message.sent_ms, False, sequence_number(seq, idx))
+                return SendResult(
+                    message.id,
+                    message.sent_ms,
+                    False,
+                    self._number(seq, idx),
+                )
             return SendResult(
-                first.message_id, message.sent_ms, True, sequence_number(first.seq, first.idx)
+                first.message_id,
+                message.sent_ms,
+                True,
+                self._number(first.seq, first.idx),
             )
         if first is None:  # the original left the window meanwhile: it was sent 5 minutes ago
-            return SendResult(message.id, message.sent_ms, True, sequence_number(seq, idx))
+            return SendResult(message.id, message.sent_ms, True, self._number(seq, idx))
+        # The original may be this very message, written by a partition's leader whose answer
+        # never came (okuri/engine/peer_sends.py): then it was sent, not duplicated.
+        again = first.message_id == message.id
         return SendResult(
-            first.message_id, message.sent_ms, True, sequence_number(first.seq, first.idx)
+            first.message_id, message.sent_ms, not again, self._number(first.seq, first.idx)
         )
+
+    def _number(self, seq: int, idx: int) -> str:
+        return sequence_number(seq, idx, self.slots.partition)
 
     # --- the slot log ------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
+from okuri.core.lane_ops import partition_of_queue
 from okuri.core.message import (
     Message,
     Segment,
@@ -79,6 +80,7 @@ class SlotLog:
         notify: Callable[[], None],
     ) -> None:
         self.name = name
+        self.partition = partition_of_queue(name)  # numbers its FIFO messages (okuri.core.message)
         self.store = store
         self.clock = clock
         self.cache = cache
@@ -353,7 +355,7 @@ class SlotLog:
             if seg is None or g.idx >= len(seg.messages):
                 continue
             receipt = Receipt(self.name, st.incarnation, g.seq, g.idx, g.epoch)
-            number = sequence_number(g.seq, g.idx) if st.attrs.fifo else None
+            number = sequence_number(g.seq, g.idx, self.partition) if st.attrs.fifo else None
             m = seg.messages[g.idx]
             count = m.receives_before + g.epoch
             out.append(Delivery(m, receipt.encode(), count, g.first_receive_ms, number))

@@ -67,6 +67,10 @@ FAILOVER_LATENCY_MS_CHOICES = (5.0, 20.0)
 FAILOVER_WIDE_EVERY = 50
 FAILOVER_WIDE_OFFSET = 47
 FAILOVER_WIDE_NODES = 16
+# Every other wide seed (47, 147, ...) runs a high-throughput FIFO queue instead: its groups'
+# partitions, their leads and the sends forwarded to those leads move while nodes crash.
+FAILOVER_WIDE_FIFO_EVERY = 100
+FAILOVER_WIDE_FIFO_GROUPS = 8
 
 # The FIFO shape (okuri/sim/chaos.py): a share of the chaos seeds, drawn per seed.
 FIFO_SHARE = 0.25
@@ -89,6 +93,9 @@ FIFO_GROUPS_CHOICES = (1, 2, 3, 5, 8)  # one group serialises everything; eight 
 # purpose: the answer must name the first message); half of those go out twice at once,
 # through two nodes, before either answer is back.
 FIFO_RESEND_CHOICES = (0.05, 0.2)
+# Of the FIFO seeds, those whose queue is made in SQS's high-throughput mode: its groups spread
+# over partitions, each a lane written by its leader (okuri/engine/partitions.py).
+FIFO_PARTITIONED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,7 @@ class SimConfig:
     fifo: bool = False
     groups: int = 0
     p_resend: float = 0.0
+    fifo_partitioned: bool = False
     # Nodes forward their commits to the queue's leader (okuri/engine/peering.py) over a
     # simulated network that loses a forward, or its answer, with this probability.
     peering: bool = False
@@ -180,9 +188,16 @@ class SimConfig:
         if seed % FAILOVER_SEED_EVERY == FAILOVER_SEED_OFFSET:
             failover = chaos.failover_variant(random.Random(f"failover-{seed}"))
             if seed % FAILOVER_WIDE_EVERY == FAILOVER_WIDE_OFFSET:
-                return dataclasses.replace(
+                wide = dataclasses.replace(
                     failover, nodes=FAILOVER_WIDE_NODES, producers=4, consumers=6
                 )
+                if seed % FAILOVER_WIDE_FIFO_EVERY == FAILOVER_WIDE_OFFSET:
+                    return dataclasses.replace(
+                        wide.fifo_variant(random.Random(f"fifo-{seed}")),
+                        groups=FAILOVER_WIDE_FIFO_GROUPS,
+                        fifo_partitioned=True,
+                    )
+                return wide
             return failover
         if seed % STEADY_SEED_EVERY != STEADY_SEED_OFFSET:
             fifo = random.Random(f"fifo-{seed}")
@@ -206,6 +221,7 @@ class SimConfig:
             fifo=True,
             groups=shape.choice(FIFO_GROUPS_CHOICES),
             p_resend=shape.choice(FIFO_RESEND_CHOICES),
+            fifo_partitioned=shape.random() < FIFO_PARTITIONED_SHARE,
         )
 
     def failover_variant(self, shape: random.Random) -> SimConfig:

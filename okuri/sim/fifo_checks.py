@@ -45,9 +45,12 @@ WINDOW_S = float(limits.dedup_window_s)
 EPSILON_S = 0.001
 
 
-def check_fifo(h: History, queue: str, retention_s: float, skew_ms_max: int) -> list[Violation]:
+def check_fifo(
+    h: History, queue: str, retention_s: float, skew_ms_max: int, partitioned: bool = False
+) -> list[Violation]:
     """Every FIFO invariant over the run of FIFO `queue` (and its FIFO dead-letter queue), whose
-    nodes' clocks are off by at most `skew_ms_max` either way."""
+    nodes' clocks are off by at most `skew_ms_max` either way. `partitioned`: a high-throughput
+    queue, whose sequence numbers grow within each group (SQS's promise) rather than across it."""
     # A lease taken at true time t with visibility v ends, on the leasing node's clock, at its
     # t + v; a node whose clock runs up to twice the skew ahead sees it end that much sooner.
     # (Clocks read whole milliseconds: a hair more.) Retention is judged with the coarser
@@ -55,7 +58,7 @@ def check_fifo(h: History, queue: str, retention_s: float, skew_ms_max: int) -> 
     lease_skew_s = 2 * skew_ms_max / 1000 + EPSILON_S
     skew_s = 2 * skew_ms_max / 1000 + 1
     out: list[Violation] = []
-    out += sequence_follows_sends(h, queue)
+    out += sequence_follows_sends(h, queue, partitioned)
     out += group_order(h)
     out += group_waits_for_earlier(h, queue, retention_s, skew_s)
     out += group_one_in_flight(h, queue, retention_s, skew_s, lease_skew_s)
@@ -76,12 +79,42 @@ def _began(h: History, s: Sent) -> float:
     return min(s.start, h.first_attempt.get(s.dedup_id, s.start))
 
 
-def sequence_follows_sends(h: History, queue: str) -> list[Violation]:
+def sequence_follows_sends(h: History, queue: str, per_group: bool = False) -> list[Violation]:
     out = []
-    originals = sorted(
-        (s for s in h.sent if s.queue == queue and not s.duplicate and s.sequence_number),
-        key=lambda s: s.end,
-    )
+    sent = [s for s in h.sent if s.queue == queue and not s.duplicate and s.sequence_number]
+    if per_group:
+        groups = sorted({s.group_id or "" for s in sent})
+        for g in groups:
+            out += _numbers_follow_sends([s for s in sent if (s.group_id or "") == g], queue)
+    else:
+        out += _numbers_follow_sends(sent, queue)
+    numbers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for s in h.sent:
+        if s.sequence_number is not None:
+            numbers[(s.queue, s.message_id)].add(s.sequence_number)
+    for d in _fifo_deliveries(h):
+        if (d.queue, d.message_id) in numbers:
+            numbers[(d.queue, d.message_id)].add(d.sequence_number or "")
+    out += [
+        Violation("sequence_follows_sends", f"{q}/{mid} answered with numbers {sorted(ns)}")
+        for (q, mid), ns in numbers.items()
+        if len(ns) > 1
+    ]
+    owners: dict[tuple[str, str], set[str]] = defaultdict(set)  # one number, one message
+    for s in sent:
+        owners[(s.queue, s.sequence_number or "")].add(s.message_id)
+    out += [
+        Violation("sequence_follows_sends", f"{q} number {n} answered for {sorted(mids)}")
+        for (q, n), mids in owners.items()
+        if len(mids) > 1
+    ]
+    return out[:5]
+
+
+def _numbers_follow_sends(sent: list[Sent], queue: str) -> list[Violation]:
+    """A send that began after others were acknowledged got a higher number than theirs."""
+    out = []
+    originals = sorted(sent, key=lambda s: s.end)
     done = 0
     highest: Sent | None = None  # the highest-numbered send acknowledged so far
     for s in sorted(originals, key=lambda s: s.start):
@@ -99,19 +132,7 @@ def sequence_follows_sends(h: History, queue: str) -> list[Violation]:
                     f"{highest.sequence_number} (acknowledged at {highest.end:.3f}s)",
                 )
             )
-    numbers: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for s in h.sent:
-        if s.sequence_number is not None:
-            numbers[(s.queue, s.message_id)].add(s.sequence_number)
-    for d in _fifo_deliveries(h):
-        if (d.queue, d.message_id) in numbers:
-            numbers[(d.queue, d.message_id)].add(d.sequence_number or "")
-    out += [
-        Violation("sequence_follows_sends", f"{q}/{mid} answered with numbers {sorted(ns)}")
-        for (q, mid), ns in numbers.items()
-        if len(ns) > 1
-    ]
-    return out[:5]
+    return out
 
 
 def group_order(h: History) -> list[Violation]:

@@ -51,6 +51,10 @@ T = TypeVar("T")
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01, so timestamps look real
 QUEUE = "jobs"
 FIFO_QUEUE = "jobs.fifo"
+HIGH_THROUGHPUT_FIFO = {
+    "DeduplicationScope": "messageGroup",
+    "FifoThroughputLimit": "perMessageGroupId",
+}
 FIFO_DLQ = "jobs-dlq.fifo"  # named in the FIFO queue's attributes: "-dlq" after ".fifo" is no name
 
 
@@ -221,6 +225,8 @@ class World:
         if cfg.fifo:
             dlq = FIFO_DLQ if cfg.max_receive_count is not None else None
             attrs = dataclasses.replace(attrs, fifo=True, dead_letter_queue=dlq)
+            if cfg.fifo_partitioned:
+                attrs = dataclasses.replace(attrs, extra=dict(HIGH_THROUGHPUT_FIFO))
         for _ in range(100):
             try:
                 await self.call(lambda e: e.create_queue(self.queue, attrs))
@@ -432,7 +438,9 @@ class World:
         skew_s = cfg.skew_ms_max / 1000 * 2 + 1
         violations += check_history(self.history, self.queue, cfg.retention_s, skew_s, self.dlq)
         if cfg.fifo:
-            violations += check_fifo(self.history, self.queue, cfg.retention_s, cfg.skew_ms_max)
+            violations += check_fifo(
+                self.history, self.queue, cfg.retention_s, cfg.skew_ms_max, cfg.fifo_partitioned
+            )
         if cfg.native:
             violations += check_native(self.history, self.queue, self.dlq, skew_s)
         violations += await self.final_state()

@@ -56,8 +56,9 @@ def test_a_second_node_commits_through_the_leader(
         msgs = reply.get("Messages", [])
         got.update(m["Body"] for m in msgs)
         if msgs:
-            entries = [{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in
-                       enumerate(msgs)]
+            entries = [
+                {"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in enumerate(msgs)
+            ]
             deleted = sqs_b.delete_message_batch(QueueUrl=url, Entries=entries)
             assert not deleted.get("Failed")
         if got >= sent:
@@ -74,7 +75,8 @@ def test_a_second_node_commits_through_the_leader(
     while time.monotonic() < deadline:
         attrs = sqs_a.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         counts = (
-            attrs["ApproximateNumberOfMessages"], attrs["ApproximateNumberOfMessagesNotVisible"]
+            attrs["ApproximateNumberOfMessages"],
+            attrs["ApproximateNumberOfMessagesNotVisible"],
         )
         if counts == ("0", "1"):
             break
@@ -117,3 +119,60 @@ def test_a_receive_retried_on_another_node_gets_the_same_answer(
     # Another attempt gets nothing: the group is held by the messages in flight.
     other = sqs_b.receive_message(QueueUrl=url, ReceiveRequestAttemptId="other")
     assert other.get("Messages", []) == []
+
+
+def test_a_high_throughput_fifo_queue_is_written_by_its_partitions_leader(
+    two_nodes: tuple[ServerProcess, ServerProcess],
+) -> None:
+    """Created in SQS's high-throughput mode, a FIFO queue spreads its groups over partitions
+    (okuri/engine/partitions.py); a send through a node that does not lead a group's partition
+    travels to the node that does (okuri/engine/peer_sends.py), and every group keeps its order
+    whichever node each message went through."""
+    a, b = two_nodes
+    sqs_a, sqs_b = a.sqs_client(), b.sqs_client()
+    url = sqs_a.create_queue(
+        QueueName="orders.fifo",
+        Attributes={
+            "FifoQueue": "true",
+            "ContentBasedDeduplication": "true",
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
+        },
+    )["QueueUrl"]
+    groups = [f"g{i}" for i in range(16)]
+    sqs_a.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": g, "MessageBody": f"{g}-0", "MessageGroupId": g} for g in groups[:10]],
+    )
+    sqs_a.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": g, "MessageBody": f"{g}-0", "MessageGroupId": g} for g in groups[10:]],
+    )
+    sqs_a.receive_message(QueueUrl=url, VisibilityTimeout=0)  # a commits: it leads them all
+    numbers: dict[str, list[int]] = {g: [] for g in groups}
+    for n in range(1, 4):
+        client = sqs_b if n % 2 else sqs_a
+        for chunk in (groups[:10], groups[10:]):
+            entries = [{"Id": g, "MessageBody": f"{g}-{n}", "MessageGroupId": g} for g in chunk]
+            answer = client.send_message_batch(QueueUrl=url, Entries=entries)
+            assert not answer.get("Failed")
+            for ok in answer["Successful"]:
+                numbers[ok["Id"]].append(int(ok["SequenceNumber"]))
+    assert all(ns == sorted(ns) and len(set(ns)) == 3 for ns in numbers.values())
+    assert _event(b, "sends_forwarded") > 0
+    got: dict[str, list[str]] = {g: [] for g in groups}
+    for _ in range(60):
+        reply = sqs_b.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=1
+        )
+        msgs = reply.get("Messages", [])
+        for m in msgs:
+            got[m["Body"].split("-")[0]].append(m["Body"])
+        if msgs:
+            entries = [
+                {"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in enumerate(msgs)
+            ]
+            assert not sqs_b.delete_message_batch(QueueUrl=url, Entries=entries).get("Failed")
+        if sum(len(v) for v in got.values()) == 4 * len(groups):
+            break
+    assert got == {g: [f"{g}-{n}" for n in range(4)] for g in groups}

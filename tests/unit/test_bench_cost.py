@@ -36,6 +36,7 @@ def test_cost_json_has_the_documented_shape(
     assert row["consumed_messages"] > 0.9 * row["produced_messages"]
     assert row["send_to_receive_ms"]["p50"] <= row["send_to_receive_ms"]["p99"]
     assert 0 < result["idle_usd_per_queue_hour"] < 0.01
+    assert result["idle_partitioned_fifo_usd_per_queue_hour"] > result["idle_usd_per_queue_hour"]
 
 
 def test_cost_table_renders_every_row(short: None, capsys: pytest.CaptureFixture[str]) -> None:

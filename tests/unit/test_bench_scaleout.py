@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import scaleout, scaleout_open, scaleout_processes
+from bench import scaleout, scaleout_fifo, scaleout_open, scaleout_processes
 from bench.cpu_meter import CpuMeter
 from bench.measure import LatencyHistogram
 from bench.servers import Node
@@ -236,9 +236,9 @@ def test_start_rate_reaches_the_search_and_needs_the_open_loop(
 
     monkeypatch.setattr(scaleout_open, "measure", fake)
     assert scaleout.cli_main(["--open-loop", "--nodes", "1", "--start-rate", "300", "--json"]) == 0
-    assert seen[-1][-1] == 300.0
-    assert scaleout.cli_main(["--open-loop", "--nodes", "1", "--json"]) == 0
-    assert seen[-1][-1] == scaleout_open.START_RATE_PER_NODE
+    assert seen[-1][5:] == (300.0, 0)
+    assert scaleout.cli_main(["--open-loop", "--nodes", "1", "--fifo-groups", "100", "--json"]) == 0
+    assert seen[-1][5:] == (scaleout_open.START_RATE_PER_NODE, 100)
     capsys.readouterr()
 
 
@@ -246,6 +246,9 @@ def test_start_rate_reaches_the_search_and_needs_the_open_loop(
     "argv",
     [
         ["--start-rate", "300"],  # open loop only
+        ["--fifo-groups", "100"],  # open loop only
+        ["--processes", "--fifo-groups", "100"],
+        ["--open-loop", "--fifo-groups", "0"],
         ["--open-loop", "--start-rate", "1"],  # under RATE_MIN
         ["--open-loop", "--processes"],
         ["--store", "local"],  # processes only
@@ -338,3 +341,27 @@ def test_one_real_node_on_a_local_directory_reports_every_figure_of_the_run() ->
     assert node["deleted_per_s"] > 0 and node["cpu_s"] is not None
     text = scaleout_processes.render(result)
     assert "store: a local directory" in text and "machine: " in text
+
+
+def test_the_fifo_check_counts_a_group_received_out_of_order_and_copies_delivered() -> None:
+    check = scaleout_fifo.FifoCheck(groups=2)
+    # Messages 0 and 2 share group g0; 2's send began after 0's was answered.
+    check.sent([0, 1], began_s=0.0, answered_s=0.2)
+    check.sent([2, 3], began_s=0.3, answered_s=0.5)
+    for seq in (2, 1, 0, 3):
+        check.receive(seq, f"id{seq}", first=True)
+    assert check.out_of_order() == 1  # 0 after 2
+    check.receive(1, "another id", first=False)  # a copy the window should have caught
+    assert check.duplicates_delivered() == 1
+    concurrent = scaleout_fifo.FifoCheck(groups=1)
+    concurrent.sent([0], began_s=0.0, answered_s=0.5)
+    concurrent.sent([1], began_s=0.1, answered_s=0.4)  # in flight together: either order
+    for seq in (1, 0):
+        concurrent.receive(seq, f"id{seq}", first=True)
+    assert concurrent.out_of_order() == 0
+
+
+def test_a_fifo_run_keeps_order_and_the_window_and_says_so() -> None:
+    row = scaleout_open.run_once(2, 400.0, 3.0, 8, 1, fifo_groups=100)
+    assert row["out_of_order"] == 0 and row["duplicates_delivered"] == 0
+    assert row["messages_deleted"] == row["messages_offered"] > 1000

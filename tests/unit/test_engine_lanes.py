@@ -18,7 +18,7 @@ from okuri.core.invariants import InvariantViolation, check_step
 from okuri.core.lane_ops import AddLane, CloseLane, DropLane
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import apply
-from okuri.engine import Engine, SendRequest
+from okuri.engine import Delivery, Engine, SendRequest
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
@@ -73,14 +73,20 @@ async def send_together(
 
 async def drain(nodes: list[Engine], queue: str = Q) -> list[bytes]:
     """Receive and delete until two rounds in a row find nothing; every body received."""
-    got: list[bytes] = []
+    return [d.message.body for d in await drain_deliveries(nodes, queue)]
+
+
+async def drain_deliveries(nodes: list[Engine], queue: str) -> list[Delivery]:
+    """Receive and delete through the nodes in turn until two rounds in a row find nothing;
+    every delivery, in the order received."""
+    got: list[Delivery] = []
     empty = 0
     while empty < 2:
         moved = 0
         for e in nodes:
             ds = await e.receive(queue, 10, 30, 1)
             assert all(r == "acked" for r in await e.ack(queue, [d.receipt_handle for d in ds]))
-            got += [d.message.body for d in ds]
+            got += ds
             moved += len(ds)
         empty = empty + 1 if moved == 0 else 0
     return got
@@ -464,9 +470,7 @@ def test_each_node_leads_the_lane_it_produces_into() -> None:
         await drain(nodes[:1])  # node 0 leases and deletes in node 1's lane first: it leads it
         await send_together(nodes, 4, first=20)
         await drain(nodes[::-1])
-        owners = {
-            e.node_id: own.name for e in nodes if (own := e.lanes(Q).own) is not None
-        }
+        owners = {e.node_id: own.name for e in nodes if (own := e.lanes(Q).own) is not None}
         leads = {}
         for node, lane in owners.items():
             st = await nodes[0].lanes(Q).lane(lane).refresh()  # as stored
