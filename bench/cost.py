@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from okuri import limits
 from okuri.clock import LoopClock
 from okuri.engine import Engine, QueueAttrs, SendRequest
 from okuri.sim.loop import run_virtual
@@ -296,7 +297,8 @@ async def _idle(seed: int, hours: float = IDLE_HOURS, partitioned: bool = False)
     after ten messages went through it."""
     memory = LATENCY.store("bench", seed)
     store = CountingStore(memory)
-    node = Engine(store, LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}")), 100, "idle")
+    clock = LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}"))
+    node = Engine(store, clock, 100, "idle", fifo_partitions=limits.fifo_partitions)
     name = IDLE_FIFO_QUEUE if partitioned else QUEUE
     await node.create_queue(name, IDLE_FIFO_ATTRS if partitioned else None)
     if partitioned:

@@ -163,7 +163,13 @@ async def _run(
         counting = CountingStore(memory)
         tallies.append(CasTally(counting))
         clock = LoopClock(EPOCH_MS, random.Random(f"scaleout-{seed}-n{i}"))
-        engine = Engine(tallies[-1], clock, limits.linger_ms_default, node_id=f"n{i}")
+        engine = Engine(
+            tallies[-1],
+            clock,
+            limits.linger_ms_default,
+            node_id=f"n{i}",
+            fifo_partitions=limits.fifo_partitions,  # OKURI_FIFO_PARTITIONS=on
+        )
         engine.peering.client, engine.peering.url = wire, f"sim://n{i}"
         wire.nodes[engine.peering.url] = (f"n{i}", engine)
         cluster.append((f"n{i}", counting, engine))

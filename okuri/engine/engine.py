@@ -58,6 +58,7 @@ class Engine:
         quotas: Quotas | None = None,
         lanes: bool = True,
         lane_quiet_s: float = limits.lane_quiet_s,
+        fifo_partitions: int = 0,
     ) -> None:
         """`ack_logs`: this node, following another, answers deletes from ack logs of its own
         (okuri/engine/ack_logs.py): one write more per lease it forwards, for a delete that
@@ -65,7 +66,9 @@ class Engine:
         this node opens a lane of its own in a queue whose slot log it shares with other
         producing nodes (okuri/engine/lanes.py); off, it still serves lanes others opened.
         `lane_quiet_s`: a lane seen holding nothing so long is retired (the simulator shortens
-        it, so lanes close and drop while nodes crash)."""
+        it, so lanes close and drop while nodes crash). `fifo_partitions`: how many partitions
+        a FIFO queue this node creates in SQS's high-throughput mode gets (okuri/engine/
+        partitions.py); 0, one log. Every node serves a partitioned queue whatever its own."""
         self.store = store
         self.quotas = quotas or Quotas()
         self._queue_count = QueueCount(self.quotas, self.list_queues)
@@ -97,6 +100,7 @@ class Engine:
         self._lanes: dict[str, Lanes] = {}
         self._lanes_on = lanes
         self._lane_quiet_s = lane_quiet_s
+        self._fifo_partitions = fifo_partitions
         self._stopping = False
         self.moves = MoveTasks(self)
         self.exchanges = Exchanges(
@@ -166,7 +170,7 @@ class Engine:
             )
         validate_expires_s(attrs.expires_s, "expires_s")
         if attrs.fifo and attrs.expires_s is None:  # SQS's high-throughput mode: partitions
-            attrs = replace(attrs, extra=partitioned(attrs.extra, limits.fifo_partitions))
+            attrs = replace(attrs, extra=partitioned(attrs.extra, self._fifo_partitions))
         rt = self.runtime(name)
         if namespace is not None and not await self._exists(rt):
             check_attributes(self.quotas, attrs)

@@ -229,6 +229,7 @@ class Server:
             linger_ms=settings.linger_ms,
             ack_logs=settings.ack_logs,
             lanes=settings.lanes,
+            fifo_partitions=limits.fifo_partitions if settings.fifo_partitions else 0,
             node_id=self.node_id,
             quotas=settings.quotas,
         )

@@ -102,6 +102,12 @@ OPTIONS: tuple[Option, ...] = (
            "a node whose producers meet another node's in a standard queue's slot log opens a "
            "lane of its own (its own slot log and manifest): 'on', or 'off' to keep writing the "
            "queue's shared log (lanes other nodes opened are served either way)", "on|off"),
+    Option("fifo_partitions", "off",
+           "'on': a FIFO queue created in SQS's high-throughput mode (DeduplicationScope "
+           "messageGroup, FifoThroughputLimit perMessageGroupId) spreads its message groups over "
+           "8 partitions, each its own log, so it grows with the nodes; its SequenceNumber then "
+           "grows within each group (SQS's promise), not across groups. 'off': one log",
+           "on|off"),
     Option("region", "us-east-1", "region reported in queue URLs and ARNs", "REGION"),
     Option("regions", None,
            "comma-separated regions served besides AWS's own and --region, in AWS's form "
@@ -241,6 +247,7 @@ class Settings:
     expiry_sweep_s: int = limits.expiry_sweep_s_default
     ack_logs: bool = False
     lanes: bool = True
+    fifo_partitions: bool = False
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_client_ca: str | None = None
@@ -397,6 +404,7 @@ class Settings:
                 raw.choice("ack_logs", ("auto", "on", "off"))
             ],
             lanes=raw.choice("lanes", ("on", "off")) == "on",
+            fifo_partitions=raw.choice("fifo_partitions", ("off", "on")) == "on",
             tls_cert=tls_cert,
             tls_key=tls_key,
             tls_client_ca=raw.optional("tls_client_ca"),

@@ -137,6 +137,7 @@ class World:
             node_id=f"n{node.index}g{node.generation}",
             ack_logs=self.config.ack_logs,
             lane_quiet_s=self.config.lane_quiet_s,
+            fifo_partitions=limits.fifo_partitions if self.config.fifo_partitioned else 0,
         )
         if self.config.peering:
             node.engine.peering.client = self

@@ -27,7 +27,8 @@ def two_nodes(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     nodes = []
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        nodes.append(start_server(tmp_path / name, {"OKURI_DATA_DIR": str(data)}))
+        env = {"OKURI_DATA_DIR": str(data), "OKURI_FIFO_PARTITIONS": "on"}
+        nodes.append(start_server(tmp_path / name, env))
     try:
         yield nodes[0], nodes[1]
     finally:

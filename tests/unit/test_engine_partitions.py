@@ -58,7 +58,8 @@ def cluster(store: MemoryStore, n: int = 3) -> tuple[list[Engine], Wire]:
     wire = Wire()
     out = []
     for i in range(n):
-        e = Engine(store, LoopClock(EPOCH_MS, random.Random(i)), LINGER_MS, f"n{i}")
+        clock = LoopClock(EPOCH_MS, random.Random(i))
+        e = Engine(store, clock, LINGER_MS, f"n{i}", fifo_partitions=limits.fifo_partitions)
         e.peering.client, e.peering.url = wire, f"sim://n{i}"
         wire.nodes[e.peering.url] = e
         out.append(e)
@@ -221,7 +222,8 @@ def test_a_forward_whose_answer_is_lost_is_written_here_and_delivered_once() -> 
 def test_a_partitions_lane_is_never_retired() -> None:
     async def scenario() -> list[str]:
         store = MemoryStore()
-        e = Engine(store, LoopClock(EPOCH_MS, random.Random(1)), LINGER_MS, "n0", lane_quiet_s=1)
+        clock = LoopClock(EPOCH_MS, random.Random(1))
+        e = Engine(store, clock, LINGER_MS, "n0", lane_quiet_s=1, fifo_partitions=8)
         await e.create_queue(Q, QueueAttrs(fifo=True, extra=HIGH))
         await e.send(Q, [send("g", "1")])
         for _ in range(40):  # well past the quiet time and a freed slot's keep
@@ -354,3 +356,25 @@ def test_a_forwarded_send_decodes_as_it_was_sent_and_nothing_else_does() -> None
     for reply in (b"[]", b"{}", b"[[1, 2]]", b"not json"):
         with pytest.raises(PeerUnreachable):
             decode_send_reply(reply, 1)
+
+
+def test_partitions_are_made_only_where_turned_on_and_served_everywhere() -> None:
+    """OKURI_FIFO_PARTITIONS=off (the default) creates high-throughput FIFO queues with one log;
+    a node with it off still sends each group of a queue made partitioned to its partition."""
+
+    async def scenario() -> tuple[int, int, list[tuple[str, bytes]]]:
+        store = MemoryStore()
+        (on,), _ = cluster(store, 1)
+        off = Engine(store, LoopClock(EPOCH_MS, random.Random(9)), LINGER_MS, "off")
+        await off.create_queue("plain.fifo", QueueAttrs(fifo=True, extra=HIGH))
+        await on.create_queue(Q, QueueAttrs(fifo=True, extra=HIGH))
+        await off.send(Q, [send(f"g{i}", f"m{i}") for i in range(6)])
+        plain = partitions((await off.read_manifest("plain.fifo")).attrs.extra)
+        root = len((await on.read_manifest(Q)).segments)
+        got = await drain([on, off])
+        await close([on, off])
+        return plain, root, got
+
+    plain, root, got = run_virtual(scenario())
+    assert plain == 0 and root == 0
+    assert sorted(got) == [(f"g{i}", f"m{i}".encode()) for i in range(6)]
