@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bench import scaleout_fifo
 from okuri import limits
 from okuri.clock import LoopClock
 from okuri.engine import Engine, QueueAttrs, SendRequest
@@ -41,10 +42,6 @@ PUT_CLASS_USD_PER_MILLION = 5.00
 GET_CLASS_USD_PER_MILLION = 0.40
 QUEUE = "bench"
 IDLE_FIFO_QUEUE = "bench.fifo"
-IDLE_FIFO_ATTRS = QueueAttrs(
-    fifo=True,
-    extra={"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"},
-)
 
 
 @dataclass(frozen=True)
@@ -300,7 +297,7 @@ async def _idle(seed: int, hours: float = IDLE_HOURS, partitioned: bool = False)
     clock = LoopClock(EPOCH_MS, random.Random(f"bench-idle-{seed}"))
     node = Engine(store, clock, 100, "idle", fifo_partitions=limits.fifo_partitions)
     name = IDLE_FIFO_QUEUE if partitioned else QUEUE
-    await node.create_queue(name, IDLE_FIFO_ATTRS if partitioned else None)
+    await node.create_queue(name, scaleout_fifo.ATTRS if partitioned else None)
     if partitioned:
         await node.send(
             name, [SendRequest(b"x", group_id=f"g{i}", dedup_id=str(i)) for i in range(10)]

@@ -199,8 +199,9 @@ async def _run(
         label: str, engine: Engine, offered_s: float, first: int, again: tuple[float, int] | None
     ) -> None:
         seqs = list(range(first, first + fresh))
-        requests = [SendRequest(body(offered_s, s)) for s in seqs]
-        if check is not None:
+        if check is None:
+            requests = [SendRequest(body(offered_s, s)) for s in seqs]
+        else:
             requests = [fifo.request(body(offered_s, s), s, fifo_groups) for s in seqs]
             if again is not None:
                 requests.insert(0, fifo.request(body(*again), again[1], fifo_groups))

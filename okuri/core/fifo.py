@@ -101,7 +101,7 @@ def high_throughput(extra: Mapping[str, str]) -> bool:
 def partitioned(extra: Mapping[str, str], partitions: int) -> dict[str, str]:
     """A new FIFO queue's settings `extra`, with `partitions` in force when they ask for high
     throughput (and `partitions` is above one)."""
-    out = {k: v for k, v in extra.items() if k != PARTITIONS_IN_FORCE}
+    out = as_declared(extra)
     if partitions > 1 and high_throughput(extra):
         out[PARTITIONS_IN_FORCE] = str(partitions)
     return out

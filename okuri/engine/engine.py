@@ -591,8 +591,9 @@ class Engine:
         self._lanes.clear()
 
 
-__all__ = ["Engine"]
-
-
 def _declared(attrs: QueueAttrs) -> QueueAttrs:
+    """Attributes as a CreateQueue compares them (`okuri.core.fifo.as_declared`)."""
     return replace(attrs, extra=as_declared(attrs.extra))
+
+
+__all__ = ["Engine"]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from okuri import limits
 from okuri.clock import Clock
 from okuri.core import keys
-from okuri.core.lane_ops import CloseLane, DropLane, lane_partition
+from okuri.core.lane_ops import CloseLane, DropLane, partition_of_queue
 from okuri.engine.queue import Queue
 from okuri.engine.retry import retrying
 from okuri.engine.tasks import Tasks
@@ -57,8 +57,7 @@ class Retirement:
         now = self._clock.monotonic_s()
         for q in lanes:
             st = q.state
-            partition = lane_partition(q.name.partition(keys.LANE_SEP)[2])
-            if q is self._root or st is None or partition is not None:
+            if q is self._root or st is None or partition_of_queue(q.name) is not None:
                 continue  # a partition's lane holds its groups' order for the queue's life
             if st.segments or q.slots.known_end() > st.next_seq or q.receiver.holds_ahead():
                 self._quiet_since.pop(q.name, None)

@@ -175,7 +175,7 @@ class Lanes:
     # --- producing ----------------------------------------------------------------------------
 
     async def send(self, requests: Sequence[SendRequest]) -> list[SendResult | Exception]:
-        count = partitions((await self.root.current()).attrs.extra)
+        count = await self._partition_count()
         if count:
             return await self.partitions.send(requests, count)
         own = self.own
@@ -198,7 +198,7 @@ class Lanes:
     async def send_raw(self, messages: Sequence[Message]) -> None:
         """Messages already built (dead letters, moves): into the queue's own log, or each
         into its group's partition."""
-        count = partitions((await self.root.current()).attrs.extra)
+        count = await self._partition_count()
         if count:
             await self.partitions.send_raw(messages, count)
         else:
@@ -206,9 +206,13 @@ class Lanes:
 
     async def open_partitions(self) -> None:
         """A high-throughput FIFO queue was made: list its partitions' lanes now."""
-        count = partitions((await self.root.current()).attrs.extra)
+        count = await self._partition_count()
         if count:
             await self.partitions.open_all(count)
+
+    async def _partition_count(self) -> int:
+        """How many partitions the queue's groups are spread over (0: none, one log)."""
+        return partitions((await self.root.current()).attrs.extra)
 
     def _scheduled(self, requests: Sequence[SendRequest]) -> bool:
         """Does any of `requests` wait outside the log until due (okuri/engine/schedule.py)?"""

@@ -13,16 +13,16 @@ What keeps FIFO's promises: a group lives in one partition for the queue's life 
 fixed when the queue is made, and a partition's lane is never retired: the invariant
 `partitions_stay`), so its order is that lane's slot order and only one receive at a time
 holds its messages, as on an unpartitioned queue. Deduplication is per group on such a queue,
-so a partition's window holds every key a send can duplicate. A partition's lane is opened by
-the first send into it, on whichever node (its manifest, then its listing in the queue's; the
-queue lists at most one lane a partition, `AddLane`), and every node sends a group's messages
-there, dead letters and moves included.
+so a partition's window holds every key a send can duplicate. Every partition's lane is opened
+as the queue is created (its manifest, then its listing in the queue's; the queue lists at most
+one lane a partition, `AddLane`); one still missing, its creator having died, is opened by the
+first send into it, on whichever node. Every node sends a group's messages there, dead letters
+and moves included.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -36,8 +36,6 @@ from okuri.engine.retry import retrying
 from okuri.engine.types import SendRequest, SendResult
 from okuri.errors import QueueDoesNotExist, Unavailable
 from okuri.store.port import ObjectStore
-
-log = logging.getLogger("okuri.engine")
 
 T = TypeVar("T")
 

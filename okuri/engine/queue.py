@@ -375,7 +375,7 @@ class Queue:
         the window (okuri/core/transitions.py), and a log nobody receives from (a partition's
         lane gone quiet) would otherwise keep its finished slots' objects for ever."""
         try:
-            st = await self.refresh()
+            st = await self.current()
         except QueueDoesNotExist:
             return
         if st.attrs.fifo and st.window and st.next_seq > 0:

@@ -195,12 +195,7 @@ class Sender:
         await self.slots.fifo.catch_up(st)
         if self.slots.fifo.surely_original(st, [(seq, idx) for _, _, seq, idx in landed]):
             for i, message, seq, idx in landed:
-                out[i] = SendResult(
-                    message.id,
-                    message.sent_ms,
-                    False,
-                    self._number(seq, idx),
-                )
+                out[i] = SendResult(message.id, message.sent_ms, False, self._number(seq, idx))
             self._adopt_soon(st.incarnation, max(seq for _, _, seq, _ in landed))
             return out
         try:
@@ -222,7 +217,9 @@ class Sender:
         if not req.group_id:
             raise InvalidArgument("a FIFO queue needs a message group id", "MessageGroupId")
         if not req.dedup_id:
-            raise InvalidArgument("a FIFO queue needs a deduplication id", "MessageDeduplicationId")
+            raise InvalidArgument(
+                "a FIFO queue needs a deduplication id", "MessageDeduplicationId"
+            )
         if req.delay_s is not None or req.enqueue_at_ms is not None:
             raise InvalidArgument("a FIFO queue takes no per-message delay", "DelaySeconds")
         return Message(
@@ -275,17 +272,9 @@ class Sender:
             # found is what SQS would have answered (the purge took this copy either way).
             earlier = first is not None and (first.seq, first.idx) < (seq, idx)
             if not earlier or first is None or first.message_id == message.id:
-                return SendResult(
-                    message.id,
-                    message.sent_ms,
-                    False,
-                    self._number(seq, idx),
-                )
+                return SendResult(message.id, message.sent_ms, False, self._number(seq, idx))
             return SendResult(
-                first.message_id,
-                message.sent_ms,
-                True,
-                self._number(first.seq, first.idx),
+                first.message_id, message.sent_ms, True, self._number(first.seq, first.idx)
             )
         if first is None:  # the original left the window meanwhile: it was sent 5 minutes ago
             return SendResult(message.id, message.sent_ms, True, self._number(seq, idx))
