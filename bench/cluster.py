@@ -176,6 +176,9 @@ def _create_queue(nodes: NodeSet, plan: Plan) -> str:
     attributes = {"VisibilityTimeout": str(plan.visibility_s)}
     if plan.fifo_groups:
         attributes["FifoQueue"] = "true"
+    if plan.fifo_partitions:
+        attributes["DeduplicationScope"] = "messageGroup"
+        attributes["FifoThroughputLimit"] = "perMessageGroupId"
     caller = dev_caller(nodes, plan.seed, REPLY_SLACK_S)
     try:
         for _ in range(SETUP_ATTEMPTS):
@@ -230,6 +233,8 @@ def _workdir(plan: Plan) -> Iterator[Path]:
 def run(plan: Plan) -> dict[str, Any]:
     with _workdir(plan) as workdir:
         env = {"OKURI_ACK_LOGS": plan.ack_logs}
+        if plan.fifo_partitions:
+            env["OKURI_FIFO_PARTITIONS"] = "on"
         if plan.node_log_level != "info":
             env["OKURI_LOG_LEVEL"] = plan.node_log_level
         with (
@@ -402,7 +407,9 @@ def _figures(
         "checks": checks,
         "ok": all(checks.values()),
         **verdict.figures(),
-        "fifo": None if fifo is None else {"groups": plan.fifo_groups, **fifo.figures()},
+        "fifo": None
+        if fifo is None
+        else {"groups": plan.fifo_groups, "partitions": plan.fifo_partitions, **fifo.figures()},
         "sends_abandoned": load.sends_abandoned,
         "backlog": {"peak": load.backlog_peak, "producer_pauses": load.backlog_pauses},
         "drained": drained,
@@ -476,6 +483,9 @@ def build_parser(shape: str = "default") -> argparse.ArgumentParser:
     add("--fifo-groups", type=bounded(int, 0, FIFO_GROUPS_MAX), default=0, metavar="N",
         help="a FIFO queue whose messages spread over N message groups; also checks "
         "deduplication and group order (default 0: a standard queue)")  # fmt: skip
+    add("--fifo-partitions", action="store_true",
+        help="with --fifo-groups: the queue in SQS's high-throughput mode on nodes started "
+        "with OKURI_FIFO_PARTITIONS=on, its groups over partitions")  # fmt: skip
     add(
         "--seed",
         type=bounded(int, 0, SEED_MAX),
@@ -523,6 +533,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.s3_endpoint is not None and args.store != "s3":
         parser.error("--s3-endpoint goes with --store s3")
+    if args.fifo_partitions and not args.fifo_groups:
+        parser.error("--fifo-partitions goes with --fifo-groups")
     return args
 
 
@@ -543,6 +555,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
         backlog_max=args.backlog_max,
         seed=seed,
         fifo_groups=args.fifo_groups,
+        fifo_partitions=args.fifo_partitions,
         ack_logs=args.ack_logs,
         shape=args.shape,
         restart_after_s=args.restart_after_s,

@@ -70,6 +70,7 @@ class Plan:
     backlog_max: int = 2_000
     seed: int = 0
     fifo_groups: int = 0  # 0: a standard queue; N: a FIFO queue, messages over N groups
+    fifo_partitions: bool = False  # the FIFO queue in high-throughput mode, partitioned
     ack_logs: str = "auto"  # the nodes' OKURI_ACK_LOGS
     shape: str = "default"  # the preset the flags started from (bench.cluster.SHAPES)
     restart_after_s: float = 0.0  # a killed node starts again this long after its kill

@@ -31,6 +31,8 @@ def render(r: dict[str, Any]) -> str:
     d = r["duration_s"]
     fifo = r.get("fifo")
     queue = f"FIFO queue, {fifo['groups']} groups" if fifo else "standard queue"
+    if fifo and fifo.get("partitions"):
+        queue += ", high-throughput (partitioned)"
     lines = [
         f"python -m bench cluster: {p['nodes']} nodes on {p['store']}, {queue}; "
         f"{p['fault_s']:g} s of faults "

@@ -76,11 +76,21 @@ def test_sigkilled_nodes_lose_no_acknowledged_send_and_deliver_nothing_after_its
     assert code == 0
 
 
-@pytest.mark.parametrize("store", ["local", "s3"])
+# The third run partitions the queue (SQS's high-throughput mode, OKURI_FIFO_PARTITIONS=on):
+# sends travel to each partition's leader while the leaders are killed.
+@pytest.mark.parametrize(
+    ("store", "partitions"), [("local", []), ("s3", []), ("s3", ["--fifo-partitions"])]
+)
 def test_sigkilled_nodes_keep_fifo_group_order_and_answer_one_message_per_deduplication_id(
-    store: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    store: str,
+    partitions: list[str],
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, result = run(store_argv(store, request), capsys, [*FIFO_FAULTS, *FIFO_LOAD])
+    code, result = run(
+        [*store_argv(store, request), *partitions], capsys, [*FIFO_FAULTS, *FIFO_LOAD]
+    )
+    assert result["fifo"]["partitions"] == bool(partitions)
     assert result["kills"] >= 3  # faults really happened
     assert result["sends_acknowledged"] > 0
     assert result["checks"]["nodes_restarted"], result["nodes"]

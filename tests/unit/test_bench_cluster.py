@@ -615,6 +615,10 @@ def test_the_failover_shape_is_issue_28s_load_and_a_flag_beside_it_wins() -> Non
         parse_args(["--shape", "storm"])
     with pytest.raises(SystemExit):
         parse_args(["--restart-after-s", "-1"])
+    with pytest.raises(SystemExit):
+        parse_args(["--fifo-partitions"])  # only with --fifo-groups
+    plan = plan_from(parse_args(["--fifo-groups", "8", "--fifo-partitions"]))
+    assert (plan.fifo_groups, plan.fifo_partitions) == (8, True)
 
 
 def test_the_report_says_how_the_failover_shapes_clients_behave_and_which_deletes_came_back() -> (
