@@ -85,6 +85,8 @@ peer_timeout_s = 5.0
 peer_retry_s = 5.0
 peer_clock_skew_s = 300  # a forwarded commit signed further from now is refused (replays)
 peer_body_bytes_max = 4 * 1024 * 1024
+# The segments a leader sends with a forwarded lease's answer, at most (okuri/engine/peering.py).
+peer_segments_bytes_max = 2 * 1024 * 1024
 # Nonces of forwards a leader remembers, each for peer_clock_skew_s past its date: a replay is
 # refused. Far above what one node forwards in that time (each forward carries a commit window).
 peer_nonces_max = 500_000

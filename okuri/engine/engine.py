@@ -489,7 +489,7 @@ class Engine:
             rt = self._named(req.queue)
         except InvalidArgument as err:
             raise PeerRequestInvalid(str(err)) from err
-        return encode_reply(*await rt.commit_for_peer(req))
+        return encode_reply(await rt.commit_for_peer(req))
 
     def cached_counts(self) -> dict[str, Counts]:
         """Approximate depths of the queues this node has touched, from cached manifests only.

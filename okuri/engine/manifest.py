@@ -41,6 +41,7 @@ from okuri.engine.expiry import Expiry
 from okuri.engine.manifest_codec import ManifestCodec
 from okuri.engine.peer_sends import decode_send_reply, encode_send
 from okuri.engine.peering import (
+    CommitReply,
     CommitRequest,
     Peering,
     PeerUnreachable,
@@ -134,6 +135,8 @@ class Manifest:
         self.claims = False
         # FIFO sends go to the leader (a partition's lane, okuri/engine/partitions.py).
         self.forwards_sends = False
+        # The segments a leader sent with a forwarded lease's answer (okuri/engine/peering.py).
+        self.on_leader_segments: Callable[[QueueState, CommitReply], None] = lambda _s, _r: None
         self._ride: RideFn = lambda _: []
         self._rode: RodeFn = lambda _: None
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
@@ -341,17 +344,17 @@ class Manifest:
         if st is None or lead is None or not forwardable(ops):
             return "here"
         assert peering.client is not None
-        wants_slots = not st.attrs.fifo and any(isinstance(op, Lease) for op in ops)
-        hints = self._hints(st) if wants_slots else []
-        body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints))
+        leases = any(isinstance(op, Lease) for op in ops)
+        hints = self._hints(st) if leases and not st.attrs.fifo else []
+        body = encode_request(CommitRequest(self.name, st.incarnation, ops, hints, leases))
         sent = self.cell.sending()  # the leader writes what it answers after this
         try:
             async with self.clock.timeout(limits.peer_timeout_s):
                 reply = await peering.client.commit(lead[1], peering.scope, body)
-            results, etag, data = decode_reply(reply)
-            if len(results) != len(ops):
+            answer = decode_reply(reply)
+            if len(answer.results) != len(ops):
                 raise PeerUnreachable("forwarded commit answered the wrong number of results")
-            state = self._codec.decode(data)
+            state = self._codec.decode(answer.manifest)
             self._codec.check(state)
         except (PeerUnreachable, Unavailable, TimeoutError) as err:
             self._stats["manifest_forward_failures"] += 1
@@ -360,10 +363,12 @@ class Manifest:
             return "maybe"
         if state.incarnation != st.incarnation:
             return "maybe"  # deleted and created again meanwhile: judged here, on a fresh read
-        self.cell.install(state, etag, data, sent)
+        self.cell.install(state, answer.etag, answer.manifest, sent)
+        if answer.segments:
+            self.on_leader_segments(state, answer)
         self._stats["manifest_forwards"] += 1
         self._stats["manifest_forwarded_ops"] += len(ops)
-        return results
+        return answer.results
 
     def _lead_elsewhere(self) -> tuple[str, str] | None:
         """The leader to forward to: another node's lead in force, reachable of late, unless

@@ -8,7 +8,8 @@ travel (leases, deletes, visibility changes, dead-letter marks, releases, and a 
 wait for its slot to be adopted): anything rarer is committed where it was asked. With a
 standard queue's operations go the slots the follower knows past the cursor, so the leader
 adopts them without reading them; a FIFO queue's leader reads what it adopts itself, since
-judging duplicates needs every id in the deduplication window.
+judging duplicates needs every id in the deduplication window. Back with a lease's answer go
+the segments its grants came from that the leader holds (below, "replies").
 
 Nothing here opens a connection: the server supplies a `PeerClient`. Without one (the
 simulator, an embedded engine) every node commits for itself, as before.
@@ -98,6 +99,7 @@ class CommitRequest:
     incarnation: str
     ops: list[Op]
     slots: list[Adopt]
+    segments: bool = False  # send back the segments of the messages a lease takes
 
 
 def forwardable(ops: Sequence[Op]) -> bool:
@@ -130,7 +132,8 @@ def encode_request(req: CommitRequest) -> bytes:
             "q": req.queue,
             "inc": req.incarnation,
             "ops": [_op_json(op) for op in req.ops],
-            "slots": [[a.seq, a.sid, a.count, a.sent_ms, a.delays] for a in req.slots],
+            "slots": [_slot_json(a) for a in req.slots],
+            **({"segs": 1} if req.segments else {}),
         }
     )
 
@@ -171,6 +174,10 @@ def _op(raw: list[Any]) -> Op:
     raise ValueError(f"unknown operation {kind!r}")
 
 
+def _slot_json(a: Adopt) -> list[Any]:
+    return [a.seq, a.sid, a.count, a.sent_ms, a.delays]
+
+
 def _slot(raw: list[Any]) -> Adopt:
     seq, sid, count, sent_ms, delays = raw
     return Adopt(
@@ -189,12 +196,27 @@ def decode_request(body: bytes) -> CommitRequest:
         if not ops or len(ops) > limits.commit_ops_max:
             raise ValueError("no operations, or too many")
         slots = [_slot(raw) for raw in d["slots"][: limits.probe_segments_max]]
-        return CommitRequest(_str(d["q"]), _str(d["inc"]), ops, slots)
+        return CommitRequest(_str(d["q"]), _str(d["inc"]), ops, slots, d.get("segs") == 1)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise PeerRequestInvalid(f"forwarded commit unreadable: {err}") from err
 
 
-# --- replies: a JSON line of results and the etag, then the manifest as stored ----------------
+# --- replies: a JSON line of results and the etag, then the manifest as stored, then any
+# segments the request asked for -------------------------------------------------------------
+#
+# A lease forwarded to a lane's leader takes messages of segments its writer, usually that
+# leader, holds in memory, where the asking node has most often never read them: sent with the
+# answer, they spare it a GET per receive. The asking node checks each against the manifest as
+# it checks a read (okuri/engine/slot_log.py, `segment_for`), so a segment sent wrong is read
+# again.
+
+
+@dataclass(frozen=True, slots=True)
+class CommitReply:
+    results: list[Result]
+    etag: str
+    manifest: bytes  # as stored after the commit
+    segments: list[tuple[int, bytes]] = field(default_factory=list)  # (slot, encoded segment)
 
 
 def _grants(grants: tuple[Grant, ...]) -> list[list[int]]:
@@ -207,9 +229,19 @@ def _result_json(r: Result) -> Any:
     return r
 
 
-def encode_reply(results: Sequence[Result], etag: str, manifest: bytes) -> bytes:
-    head = orjson.dumps({"results": [_result_json(r) for r in results], "etag": etag})
-    return head + b"\n" + manifest
+def leased_slots(results: Sequence[Result]) -> list[int]:
+    """The slots whose messages `results` granted, each once, in order."""
+    seqs = [g.seq for r in results if isinstance(r, LeaseResult) for g in r.granted]
+    return list(dict.fromkeys(seqs))
+
+
+def encode_reply(reply: CommitReply) -> bytes:
+    head: dict[str, Any] = {"results": [_result_json(r) for r in reply.results], "etag": reply.etag}
+    if reply.segments:
+        head["mlen"] = len(reply.manifest)
+        head["segs"] = [[seq, len(data)] for seq, data in reply.segments]
+    segments = (data for _, data in reply.segments)
+    return b"".join([orjson.dumps(head), b"\n", reply.manifest, *segments])
 
 
 def _result(raw: Any) -> Result:
@@ -222,13 +254,32 @@ def _result(raw: Any) -> Result:
     raise ValueError(f"unknown result {raw!r}")
 
 
-def decode_reply(body: bytes) -> tuple[list[Result], str, bytes]:
-    """(results, etag, manifest bytes); raises PeerUnreachable for a reply that is not one."""
-    head, sep, manifest = body.partition(b"\n")
+def _segments(rest: bytes, lengths: Any) -> list[tuple[int, bytes]]:
+    out, at = [], 0
+    for seq, n in lengths:
+        if _int(n) > len(rest) - at:
+            raise ValueError("segments cut short")
+        out.append((_int(seq), rest[at : at + n]))
+        at += n
+    if at != len(rest):
+        raise ValueError("bytes after the segments")
+    return out
+
+
+def decode_reply(body: bytes) -> CommitReply:
+    """Raises PeerUnreachable for a reply that is not one."""
+    head, sep, rest = body.partition(b"\n")
     try:
         d = orjson.loads(head)
+        segments: list[tuple[int, bytes]] = []
+        manifest = rest
+        if "mlen" in d:
+            mlen = _int(d["mlen"])
+            manifest, rest = rest[:mlen], rest[mlen:]
+            segments = _segments(rest, d["segs"])
         if not sep or not manifest:
             raise ValueError("no manifest")
-        return [_result(r) for r in d["results"]], _str(d["etag"]), manifest
+        results = [_result(r) for r in d["results"]]
+        return CommitReply(results, _str(d["etag"]), manifest, segments)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise PeerUnreachable(f"forwarded commit's reply unreadable: {err}") from err

@@ -33,7 +33,6 @@ from okuri.core.transitions import (
     Outcome,
     Purge,
     Reach,
-    Result,
     SetAttributes,
     VisibilityResult,
 )
@@ -43,9 +42,16 @@ from okuri.engine.attempts import ReceiveAttempts
 from okuri.engine.cache import SegmentCache
 from okuri.engine.expiry import Expiry
 from okuri.engine.finishing import Finisher, SendToFn
+from okuri.engine.leader_slots import segments_of, take_from_leader
 from okuri.engine.leases import Receiver
 from okuri.engine.manifest import Manifest
-from okuri.engine.peering import CommitRequest, Peering, PeerRequestInvalid
+from okuri.engine.peering import (
+    CommitReply,
+    CommitRequest,
+    Peering,
+    PeerRequestInvalid,
+    leased_slots,
+)
 from okuri.engine.retry import retrying
 from okuri.engine.schedule import Scheduler
 from okuri.engine.sending import Sender
@@ -111,6 +117,7 @@ class Queue:
             self.tasks,
             notify=lambda: self.receiver.notify(),
         )
+        self.manifest.on_leader_segments = lambda st, reply: take_from_leader(self.slots, st, reply)
         self.ack_logs = AckLogs(
             name,
             node.store,
@@ -260,18 +267,19 @@ class Queue:
             raise PeerRequestInvalid(f"{self.name!r} is no FIFO queue")
         return await self.sender.land_fifo(messages)
 
-    async def commit_for_peer(self, req: CommitRequest) -> tuple[list[Result], str, bytes]:
+    async def commit_for_peer(self, req: CommitRequest) -> CommitReply:
         """Commit what a node that takes this one for the queue's leader forwarded: its
-        results, and the manifest as stored after (etag, bytes)."""
+        results, the manifest as stored after, and, for a lease, the segments its grants came
+        from that this node holds."""
         st = await self.current()
         if st.incarnation != req.incarnation:
             st = await self.refresh()
             if st.incarnation != req.incarnation:
                 raise PeerRequestInvalid("the queue was deleted and created again")
+        wanted = wanted_messages(req.ops)
         if st.attrs.fifo:
             # Adopting judges duplicates against every id of the window: read what is needed,
             # as this node does before its own receives and FIFO sends.
-            wanted = wanted_messages(req.ops)
             await self.slots.fifo.catch_up(st, wanted)
             reach = max((op.seq for op in req.ops if isinstance(op, Reach)), default=-1)
             if reach >= st.next_seq:
@@ -280,7 +288,12 @@ class Queue:
                 await self.slots.discover(wanted, paced=True)
         else:
             self.slots.take_hints(st, req.slots)
-        return await self.manifest.commit_for_peer(req.ops)
+        results, etag, data = await self.manifest.commit_for_peer(req.ops)
+        after = self.manifest.state
+        if not req.segments or after is None:
+            return CommitReply(results, etag, data)
+        segments = segments_of(self.slots, after, leased_slots(results))
+        return CommitReply(results, etag, data, segments)
 
     # --- whole-queue operations --------------------------------------------------------------
 

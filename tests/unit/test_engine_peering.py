@@ -22,18 +22,23 @@ from okuri.core.transitions import (
     LeaseResult,
     MarkDead,
     Release,
+    Result,
     SetAttributes,
 )
 from okuri.engine import Engine, PeerRequestInvalid, PeerUnreachable, SendRequest
 from okuri.engine.peering import (
+    CommitReply,
     CommitRequest,
     decode_reply,
     decode_request,
     encode_reply,
     encode_request,
     forwardable,
+    leased_slots,
 )
+from okuri.store.forwarding import ForwardingStore
 from okuri.store.memory import MemoryStore
+from okuri.store.port import Blob
 
 Q = "jobs"
 
@@ -95,12 +100,11 @@ def test_forwarded_operations_and_results_round_trip() -> None:
         True,
         False,
     ]
-    got, etag, manifest = decode_reply(encode_reply(results, "etag1", b'{"f":1}'))
-    assert (got, etag, manifest) == (results, "etag1", b'{"f":1}')
+    reply = CommitReply(results, "etag1", b'{"f":1}')
+    assert decode_reply(encode_reply(reply)) == reply
     assert req.ops[-1].until_ms == 70_000  # type: ignore[union-attr]
-    assert decode_reply(encode_reply([LeaseResult((Grant(1, 0, 1, 50, 80),), ())], "e", b"{}"))[
-        0
-    ][0].granted[0].until_ms == 80  # type: ignore[union-attr]
+    lease = LeaseResult((Grant(1, 0, 1, 50, 80),), ())
+    assert decode_reply(encode_reply(CommitReply([lease], "e", b"{}"))).results == [lease]
 
 
 def test_a_release_from_a_node_that_predates_its_lease_end_still_decodes() -> None:
@@ -131,7 +135,31 @@ def test_a_forwarded_commit_that_does_not_decode_is_refused(body: bytes) -> None
         decode_request(body)
 
 
-@pytest.mark.parametrize("body", [b"", b"{}\n", b'{"results":[],"etag":"e"}', b"nope\nmanifest"])
+def test_a_lease_asks_for_its_segments_and_the_answer_carries_them_after_the_manifest() -> None:
+    req = decode_request(encode_request(CommitRequest(Q, "inc1", [Lease(10, 5)], [], True)))
+    assert req.segments
+    assert not decode_request(encode_request(CommitRequest(Q, "i", [Lease(1, 5)], []))).segments
+    grants = (Grant(4, 0, 1, 50), Grant(4, 1, 1, 50), Grant(6, 0, 1, 50))
+    results: list[Result] = [LeaseResult(grants, ())]
+    assert leased_slots(results) == [4, 6]
+    segments = [(4, b"seg four"), (6, b"\nsix\n")]
+    reply = CommitReply(results, "e", b'{"m":"\\n"}', segments)
+    assert decode_reply(encode_reply(reply)) == reply
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{}\n",
+        b'{"results":[],"etag":"e"}',
+        b"nope\nmanifest",
+        b'{"results":[],"etag":"e","mlen":2,"segs":[[1,5]]}\n{}abc',  # cut short
+        b'{"results":[],"etag":"e","mlen":2,"segs":[[1,2]]}\n{}abc',  # bytes after them
+        b'{"results":[],"etag":"e","mlen":0,"segs":[]}\n{}',  # no manifest
+        b'{"results":[],"etag":"e","mlen":2,"segs":[[1]]}\n{}a',
+    ],
+)
 def test_a_reply_that_is_not_one_counts_as_no_answer(body: bytes) -> None:
     with pytest.raises(PeerUnreachable):
         decode_reply(body)
@@ -261,3 +289,52 @@ async def test_a_fifo_follower_sends_and_receives_through_the_leader_in_order_an
     assert [d.message.body for d in got] == [b"m0", b"m1", b"m2", b"m3"]
     assert await b.ack(name, [d.receipt_handle for d in got]) == ["acked"] * 4
     assert b.stats["manifest_forwards"] >= 3 and b.stats["manifest_cas_attempts"] == 0
+
+
+class SegmentReads(ForwardingStore):
+    """Counts one node's reads that found a segment (a probe of the slot past the log's end
+    finds none)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        super().__init__(inner)
+        self.reads = 0
+
+    async def get(self, key: str) -> Blob:
+        blob = await super().get(key)
+        self.reads += key.startswith("s/")
+        return blob
+
+
+class Tampering(Wire):
+    """A wire whose replies carry segments that do not decode, each as long as the one sent."""
+
+    async def commit(self, url: str, scope: str, body: bytes) -> bytes:
+        reply = await super().commit(url, scope, body)
+        r = decode_reply(reply)
+        segments = [(s, b"x" * len(d)) for s, d in r.segments]
+        return encode_reply(CommitReply(r.results, r.etag, r.manifest, segments))
+
+
+@pytest.mark.parametrize("wire", [Wire(), Tampering()], ids=["sent", "tampered"])
+async def test_a_forwarded_lease_brings_back_the_segments_the_leader_wrote(wire: Wire) -> None:
+    """The leader wrote the segment its lease takes from: sent with the answer, the follower
+    delivers without reading it; a segment that arrives wrong is read from the store."""
+    memory = MemoryStore()
+    stores = {"a": SegmentReads(memory), "b": SegmentReads(memory)}
+    nodes = {n: Engine(stores[n], SystemClock(), linger_ms=2, node_id=n) for n in "ab"}
+    for n, node in nodes.items():
+        node.peering.client, node.peering.url = wire, f"http://{n}"
+        wire.nodes[f"http://{n}"] = node
+    a, b = nodes["a"], nodes["b"]
+    try:
+        await a.create_queue(Q)
+        await a.send(Q, [SendRequest(body=f"m{i}".encode()) for i in range(6)])
+        assert len(await a.receive(Q, 1, 30, 0, lease_ahead=False)) == 1  # a leads
+        got = await b.receive(Q, 10, 30, 0, lease_ahead=False)
+        assert sorted(d.message.body for d in got) == [f"m{i}".encode() for i in range(1, 6)]
+        assert b.stats["manifest_forwards"] >= 1
+        assert stores["b"].reads == (1 if isinstance(wire, Tampering) else 0)
+        assert await b.ack(Q, [d.receipt_handle for d in got]) == ["acked"] * 5
+    finally:
+        await a.close()
+        await b.close()
