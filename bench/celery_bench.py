@@ -76,7 +76,7 @@ def _one_broker(
         with worker(config, args.concurrency, paths, log_path):
             for load in loads(args):
                 print(f"python -m bench celery: {name}, {load.name} ...", file=sys.stderr)
-                runs[load.name] = run_load(load, config, ids, paths, workdir)
+                runs[load.name] = run_load(load, config, ids, paths, workdir, b.pids)
         return {"described": b.described, "url_scheme": b.url.split(":")[0], "runs": runs}
 
 

@@ -11,10 +11,15 @@
 - `moto`: moto's server (another in-memory SQS emulator) through the same `sqs://`;
 - `redis`: Debian's `redis-server` (package redis-server) with its default persistence (RDB
   snapshots, no append-only file), in a temporary directory;
+- `redis-always`: the same with `appendonly yes` and `appendfsync always`: each write is in
+  the append-only file and fsynced before Redis answers, as durable as a confirmed send;
 - `rabbitmq`: Debian's RabbitMQ (package rabbitmq-server), its Erlang VM run directly with
   RABBITMQ_* variables: a node name of its own, AMQP on a free port, Erlang distribution on
   another, mnesia and logs in a temporary directory, no plugins, and an `epmd` of its own on a
-  third port (ERL_EPMD_PORT), so that nothing of the machine's is used or left behind.
+  third port (ERL_EPMD_PORT), so that nothing of the machine's is used or left behind;
+- `rabbitmq-confirm`: the same broker, the producers with publisher confirms (py-amqp's
+  transport option `confirm_publish`): `apply_async` returns once the broker has written the
+  persistent message to disk and confirmed it.
 
 Everything binds 127.0.0.1. A broker whose programs or Python client are missing is skipped
 with a message saying what to install (`Unavailable`), never a crash.
@@ -60,7 +65,17 @@ from bench.servers import (
     tail,
 )
 
-BROKERS = ("okuri", "okuri-unconfirmed", "sqs", "ministack", "moto", "redis", "rabbitmq")
+BROKERS = (
+    "okuri",
+    "okuri-unconfirmed",
+    "sqs",
+    "ministack",
+    "moto",
+    "redis",
+    "redis-always",
+    "rabbitmq",
+    "rabbitmq-confirm",
+)
 OKURI_NATIVE = ("okuri", "okuri-unconfirmed")
 REDIS_START_S = 15.0
 RABBITMQ_START_S = 90.0  # an Erlang VM booting RabbitMQ on a busy machine: ten seconds or more
@@ -226,16 +241,20 @@ def _emulator_broker(
 
 
 @contextlib.contextmanager
-def redis_broker(workdir: Path) -> Iterator[Broker]:
-    _needs_module("redis", "redis", "pip install redis")
-    program = _program("redis-server", "redis", "redis-server", "/usr/bin/redis-server")
+def redis_broker(workdir: Path, always: bool = False) -> Iterator[Broker]:
+    """`redis-server`; `always`: every write fsynced to its append-only file before it
+    answers (`redis-always`)."""
+    name = "redis-always" if always else "redis"
+    _needs_module("redis", name, "pip install redis")
+    program = _program("redis-server", name, "redis-server", "/usr/bin/redis-server")
     home = workdir / "redis"
     home.mkdir()
     log_path = workdir / "redis.log"
+    durable = ["--appendonly", "yes", "--appendfsync", "always"] if always else []
     for _ in range(BIND_ATTEMPTS):
         port = free_port()
         argv = [program, "--port", str(port), "--bind", LOOPBACK, "--dir", str(home),
-                "--daemonize", "no", "--protected-mode", "yes"]  # fmt: skip
+                "--daemonize", "no", "--protected-mode", "yes", *durable]  # fmt: skip
         process = spawn(argv, clean_environ(), log_path)
         if _wait_for(process, lambda p=port: _redis_pongs(p), REDIS_START_S):
             break
@@ -244,10 +263,12 @@ def redis_broker(workdir: Path) -> Iterator[Broker]:
         raise BenchError(f"redis-server did not answer PING:\n{tail(log_path)}")
     try:
         yield Broker(
-            "redis",
+            name,
             f"redis://{LOOPBACK}:{port}/0",
             {},
-            "redis-server, its default persistence (RDB snapshots, no append-only file): "
+            "redis-server, appendonly yes, appendfsync always: a send returns once fsynced"
+            if always
+            else "redis-server, its default persistence (RDB snapshots, no append-only file): "
             "a send returns before it is on disk",
             pids=[process.pid],
         )
@@ -301,7 +322,8 @@ def _rabbitmq_env(home: Path, port: int, dist_port: int, epmd_port: int) -> dict
 
 
 @contextlib.contextmanager
-def rabbitmq_broker(workdir: Path) -> Iterator[Broker]:
+def rabbitmq_broker(workdir: Path, confirm: bool = False) -> Iterator[Broker]:
+    """RabbitMQ; `confirm`: producers wait for publisher confirms (`rabbitmq-confirm`)."""
     _needs_module("amqp", "rabbitmq", "pip install amqp")
     server = _program(
         "rabbitmq-server", "rabbitmq", "rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmq-server"
@@ -328,10 +350,13 @@ def rabbitmq_broker(workdir: Path) -> Iterator[Broker]:
                     f"{tail(log_path)}"
                 )
             yield Broker(
-                "rabbitmq",
+                "rabbitmq-confirm" if confirm else "rabbitmq",
                 f"pyamqp://guest:guest@{LOOPBACK}:{port}//",
-                {},
-                "rabbitmq-server, Celery's durable queues and persistent messages, no "
+                {"confirm_publish": True} if confirm else {},
+                "rabbitmq-server, Celery's durable queues and persistent messages, publisher "
+                "confirms: a send returns once the broker has it on disk"
+                if confirm
+                else "rabbitmq-server, Celery's durable queues and persistent messages, no "
                 "publisher confirms: a send returns before the broker has it",
                 pids=[process.pid],
             )
@@ -353,11 +378,11 @@ def broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]:
     elif name == "moto":
         with moto_broker(workdir, sqs) as b:
             yield b
-    elif name == "redis":
-        with redis_broker(workdir) as b:
+    elif name in ("redis", "redis-always"):
+        with redis_broker(workdir, always=name == "redis-always") as b:
             yield b
-    elif name == "rabbitmq":
-        with rabbitmq_broker(workdir) as b:
+    elif name in ("rabbitmq", "rabbitmq-confirm"):
+        with rabbitmq_broker(workdir, confirm=name == "rabbitmq-confirm") as b:
             yield b
     else:
         raise BenchError(f"unknown broker {name!r}; known: {', '.join(BROKERS)}")

@@ -13,6 +13,9 @@ the run). Two figures per load:
 - end-to-end tasks/s: tasks / (the last execution's record - the go) (celery_tasks says how
   executions are recorded).
 
+Beside them, the broker's CPU per task: its processes' user and system seconds (every thread)
+from the go until the last execution, over the tasks, so a row says what its broker spent.
+
 Every wait is bounded: a producer by the load's time limit, the load by the same limit plus the
 worker's drain; what did not finish is reported as such (`complete` false), never waited for.
 """
@@ -26,13 +29,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from bench.celery_brokers import Broker
 from bench.celery_tasks import CONFIG_ENV, AppConfig, RecordReader
+from bench.measure import process_cpu_s
 from bench.servers import BenchError, clean_environ, tail
 
 WORKER_READY_S = 60.0
@@ -209,8 +213,19 @@ def _wait_for_runs(reader: RecordReader, ids: range, deadline: float) -> bool:
         time.sleep(RECORD_POLL_S)
 
 
+def _broker_cpu_s(pids: Sequence[int]) -> float | None:
+    """CPU seconds the broker's processes have used (None: not readable here)."""
+    seconds = [process_cpu_s(pid) for pid in pids]
+    return None if not seconds or None in seconds else sum(s for s in seconds if s is not None)
+
+
 def run_load(
-    load: Load, config: AppConfig, ids: Ids, python_path: list[str], workdir: Path
+    load: Load,
+    config: AppConfig,
+    ids: Ids,
+    python_path: list[str],
+    workdir: Path,
+    broker_pids: Sequence[int] = (),
 ) -> dict[str, Any]:
     """One load through the running worker: its figures."""
     reader = RecordReader(Path(config.record_dir))
@@ -235,6 +250,7 @@ def run_load(
         if not _wait_for_runs(reader, warm, time.monotonic() + WARMUP_S):
             raise BenchError(f"the worker did not run the warm-up tasks in {WARMUP_S:g} s")
         go_s = time.monotonic()
+        cpu_before = _broker_cpu_s(broker_pids)
         for producer in producers:
             producer.say()
         reports = [p.hear(load.limit_s + PRODUCER_REPORT_SLACK_S) for p in producers]
@@ -242,6 +258,7 @@ def run_load(
         enqueue_end_s = max(float(r["end_s"]) for r in reports)
         measured = range(ranges[0].start, ranges[-1].stop)
         complete = _wait_for_runs(reader, measured, go_s + 2 * load.limit_s)
+        cpu_after = _broker_cpu_s(broker_pids)
     finally:
         for producer in producers:
             producer.stop()
@@ -259,4 +276,7 @@ def run_load(
         "enqueue_tasks_per_s": sent / (enqueue_end_s - go_s),
         "end_to_end_tasks_per_s": None if last_s is None else executed / (last_s - go_s),
         "duplicates": reader.executions - len(reader.runs),
+        "broker_cpu_ms_per_task": None
+        if cpu_before is None or cpu_after is None
+        else (cpu_after - cpu_before) * 1000 / load.tasks,
     }

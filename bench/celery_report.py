@@ -1,5 +1,8 @@
 """The text `python -m bench celery` prints: one row per broker and load, side by side, with ratios
-against Redis, and `sqs://` on okuri against `sqs://` on each in-memory emulator that ran
+against Redis and the broker's CPU per task; then the pairs a Celery user compares: okuri as
+shipped against the brokers that are as durable when `apply_async` returns (RabbitMQ with
+publisher confirms, Redis with `appendfsync always`), okuri with `confirm_publish` off against
+their defaults, and `sqs://` on okuri against `sqs://` on each in-memory emulator that ran
 (ministack, moto).
 
 Why apart: the figures are a plain dict (also printed as JSON); their layout is a separate
@@ -15,7 +18,7 @@ from bench.sqs_report import cell
 BASELINE = "redis"
 SQS_ON_OKURI = "sqs"  # kombu's sqs:// transport on okuri...
 EMULATORS = ("ministack", "moto")  # ...and the same transport on each in-memory emulator
-NAME_CHARS = 18  # "okuri-unconfirmed" and a space
+NAME_CHARS = 18  # "okuri-unconfirmed" and a space ("rabbitmq-confirm" fits)
 CELL_CHARS = 12
 
 
@@ -27,7 +30,7 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> str:
     if run is None:
-        return name.ljust(NAME_CHARS) + "-".rjust(CELL_CHARS) * 4
+        return name.ljust(NAME_CHARS) + "-".rjust(CELL_CHARS) * 5
     enqueue, e2e = run["enqueue_tasks_per_s"], run["end_to_end_tasks_per_s"]
     base_e, base_x = (
         (None, None)
@@ -39,6 +42,7 @@ def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> 
         cell("{:.2f}x", _ratio(enqueue, base_e)),
         cell("{:.0f}", e2e),
         cell("{:.2f}x", _ratio(e2e, base_x)),
+        cell("{:.2f}", run.get("broker_cpu_ms_per_task")),
     ]
     line = name.ljust(NAME_CHARS) + "".join(c.rjust(CELL_CHARS) for c in cells)
     if not run["complete"]:
@@ -51,19 +55,28 @@ def _run_of(brokers: dict[str, Any], name: str, load: str) -> dict[str, Any] | N
     return run
 
 
-def _sqs_pairs(brokers: dict[str, Any], load: str) -> list[str]:
-    """sqs:// on okuri over sqs:// on each emulator, enqueue and end to end, where both ran."""
-    okuri = _run_of(brokers, SQS_ON_OKURI, load)
+# (numerator, denominator, what the pair compares)
+PAIRS = (
+    ("okuri", "rabbitmq-confirm", "durable against durable"),
+    ("okuri", "redis-always", "durable against durable"),
+    ("okuri-unconfirmed", "rabbitmq", "lazy against lazy"),
+    ("okuri-unconfirmed", "redis", "lazy against lazy"),
+    *((SQS_ON_OKURI, emulator, "sqs:// on okuri against an emulator") for emulator in EMULATORS),
+)
+
+
+def _pairs(brokers: dict[str, Any], load: str) -> list[str]:
+    """Each of PAIRS where both ran: enqueue and end to end, one over the other."""
     lines = []
-    for emulator in EMULATORS:
-        peer = _run_of(brokers, emulator, load)
-        if okuri is None or peer is None:
+    for mine, peer_name, what in PAIRS:
+        ours, peer = _run_of(brokers, mine, load), _run_of(brokers, peer_name, load)
+        if ours is None or peer is None:
             continue
         ratios = [
-            cell("{:.2f}x", _ratio(okuri[key], peer[key]))
+            cell("{:.2f}x", _ratio(ours[key], peer[key]))
             for key in ("enqueue_tasks_per_s", "end_to_end_tasks_per_s")
         ]
-        lines.append(f"sqs:// on okuri / on {emulator}: enqueue {ratios[0]}, end2end {ratios[1]}")
+        lines.append(f"{mine} / {peer_name} ({what}): enqueue {ratios[0]}, end2end {ratios[1]}")
     return lines
 
 
@@ -82,18 +95,21 @@ def render(result: dict[str, Any]) -> str:
     for name, b in result["brokers"].items():
         lines.append(f"{name}: {b['described']}")
     header = "broker".ljust(NAME_CHARS) + "".join(
-        h.rjust(CELL_CHARS) for h in ("enqueue/s", "vs redis", "end2end/s", "vs redis")
+        h.rjust(CELL_CHARS)
+        for h in ("enqueue/s", "vs redis", "end2end/s", "vs redis", "cpu ms/task")
     )
     for load in result["loads"]:
         lines += ["", f"{load['name']}: {load['producers']} producer process(es)", header]
         base = result["brokers"].get(BASELINE, {}).get("runs", {}).get(load["name"])
         for name, b in result["brokers"].items():
             lines.append(_row(name, b["runs"].get(load["name"]), base))
-        lines += _sqs_pairs(result["brokers"], load["name"])
+        lines += _pairs(result["brokers"], load["name"])
     lines += [
         "",
         "enqueue/s: tasks / time until the last producer's apply_async returned (the worker "
         "consuming meanwhile); end2end/s: tasks / time until the last task ran. Both from the "
-        "producers' go; connections and the queue's declaration are warmed up before it.",
+        "producers' go; connections and the queue's declaration are warmed up before it. "
+        "cpu ms/task: the broker's processes' CPU (user and system, every thread) from the go "
+        "until the last task ran, over the tasks.",
     ]
     return "\n".join(lines)

@@ -71,14 +71,44 @@ def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_each_
         },
     }
     lines = celery_report.render(result).splitlines()
-    assert "sqs:// on okuri / on ministack: enqueue 0.25x, end2end 0.75x" in lines
-    assert "sqs:// on okuri / on moto: enqueue 0.50x, end2end 1.50x" in lines
-    (sqs_row,) = [line for line in lines if line.startswith("sqs ")]
-    assert sqs_row.split() == ["sqs", "150", "0.15x", "90", "0.15x"]
+    emulator = "(sqs:// on okuri against an emulator)"
+    assert f"sqs / ministack {emulator}: enqueue 0.25x, end2end 0.75x" in lines
+    assert f"sqs / moto {emulator}: enqueue 0.50x, end2end 1.50x" in lines
+    (sqs_row,) = [line for line in lines if line.startswith("sqs ") and " / " not in line]
+    assert sqs_row.split() == ["sqs", "150", "0.15x", "90", "0.15x", "-"]
     assert "skipped rabbitmq: not installed" in lines
     del result["brokers"]["moto"]  # type: ignore[attr-defined]
     text = celery_report.render(result)
-    assert "on moto" not in text and "sqs:// on okuri / on ministack" in text
+    assert "sqs / moto" not in text and "sqs / ministack" in text
+
+
+def test_okuri_is_set_against_brokers_as_durable_and_unconfirmed_against_their_defaults() -> None:
+    config = {
+        "tasks": 10, "concurrency": 2, "cpus": 2, "sqs_wait_time_seconds": 10,
+        "sqs_polling_interval": 0.1, "okuri_lease_s": 60, "okuri_wait_time_s": 10,
+    }  # fmt: skip
+    runs = {
+        "okuri": {**_run(200, 90), "broker_cpu_ms_per_task": 1.25},
+        "okuri-unconfirmed": _run(1400, 450), "redis": _run(1000, 500),
+        "redis-always": _run(800, 200), "rabbitmq": _run(1400, 600),
+        "rabbitmq-confirm": _run(500, 300),
+    }  # fmt: skip
+    result = {
+        "config": config,
+        "skipped": {},
+        "loads": [{"name": "one producer", "producers": 1}],
+        "brokers": {
+            name: {"described": name, "runs": {"one producer": run}} for name, run in runs.items()
+        },
+    }
+    lines = celery_report.render(result).splitlines()
+    durable, lazy = "(durable against durable)", "(lazy against lazy)"
+    assert f"okuri / rabbitmq-confirm {durable}: enqueue 0.40x, end2end 0.30x" in lines
+    assert f"okuri / redis-always {durable}: enqueue 0.25x, end2end 0.45x" in lines
+    assert f"okuri-unconfirmed / rabbitmq {lazy}: enqueue 1.00x, end2end 0.75x" in lines
+    assert f"okuri-unconfirmed / redis {lazy}: enqueue 1.40x, end2end 0.90x" in lines
+    (okuri_row,) = [line for line in lines if line.startswith("okuri ") and " / " not in line]
+    assert okuri_row.split() == ["okuri", "200", "0.20x", "90", "0.18x", "1.25"]
 
 
 def test_ministack_is_a_broker_of_its_own_beside_moto() -> None:
