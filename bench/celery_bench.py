@@ -6,8 +6,9 @@ in turn (bench/celery_brokers.py starts it on 127.0.0.1 and stops it by pid afte
 one real `celery worker --pool=prefork --concurrency=2` and two loads of `add(i, i)` tasks with
 results ignored (bench/celery_load.py): first one producer process sending --tasks, then
 --producers processes sharing them. It prints enqueue-alone and end-to-end tasks/s per broker
-and load, side by side, with ratios against Redis, and sqs:// on okuri against the same
-transport on each emulator.
+and load, side by side, with ratios against Redis, okuri against the brokers as durable and
+as lazy, and sqs:// on okuri against the same transport on each emulator. With --rounds N
+every broker runs N times, interleaved, and each figure is the median, printed with its spread.
 
 Celery is imported only by the processes the bench starts (worker, producers), never by this
 one, and nothing here is imported by the server.
@@ -20,6 +21,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +44,7 @@ from bench.servers import BenchError, Unavailable
 TASKS_MAX = 100_000
 PRODUCERS_MAX = 64
 CONCURRENCY_MAX = 32
+ROUNDS_MAX = 20
 LIMIT_S_MAX = 3600.0
 SQS_WAIT_S_MAX = 20
 SQS_POLLING_S_MAX = 60.0
@@ -87,25 +90,57 @@ def loads(args: argparse.Namespace) -> list[Load]:
     return out
 
 
+FIGURES = ("enqueue_tasks_per_s", "end_to_end_tasks_per_s", "broker_cpu_ms_per_task")
+
+
+def combined(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One load's runs over the rounds: each figure's median, its spread (min, max), and
+    complete only if every round was. The machines drift within minutes, so one run says
+    little; rounds are interleaved across brokers, so a drift lands on all of them."""
+    out = dict(rounds[0])
+    out["complete"] = all(r["complete"] for r in rounds)
+    out["rounds"] = len(rounds)
+    for key in FIGURES:
+        values = [r[key] for r in rounds if r.get(key) is not None]
+        out[key] = statistics.median(values) if values else None
+        out[f"{key}_spread"] = [min(values), max(values)] if values else None
+    return out
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     paths = python_path()
     ids = Ids()
-    results: dict[str, Any] = {}
+    rounds: dict[str, list[dict[str, Any]]] = {}
+    described: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="okuri-bench-celery-") as tmp:
-        for name in args.brokers:
-            workdir = Path(tmp) / name
-            workdir.mkdir()
-            try:
-                results[name] = _one_broker(name, args, workdir, ids, paths)
-            except Unavailable as why:
-                print(f"python -m bench celery: skipping {why}", file=sys.stderr)
-                skipped[name] = str(why)
+        for turn in range(args.rounds):
+            for name in args.brokers:
+                if name in skipped:
+                    continue
+                workdir = Path(tmp) / f"{name}-{turn}"
+                workdir.mkdir()
+                try:
+                    one = _one_broker(name, args, workdir, ids, paths)
+                except Unavailable as why:
+                    print(f"python -m bench celery: skipping {why}", file=sys.stderr)
+                    skipped[name] = str(why)
+                    continue
+                described[name] = {k: v for k, v in one.items() if k != "runs"}
+                rounds.setdefault(name, []).append(one["runs"])
+    results = {
+        name: {
+            **described[name],
+            "runs": {load: combined([r[load] for r in runs]) for load in runs[0]},
+        }
+        for name, runs in rounds.items()
+    }
     return {
         "config": {
             "tasks": args.tasks,
             "concurrency": args.concurrency,
             "cpus": os.cpu_count(),
+            "rounds": args.rounds,
             "sqs_wait_time_seconds": args.sqs_wait_time_seconds,
             "sqs_polling_interval": args.sqs_polling_interval,
             "okuri_lease_s": OKURI_LEASE_S,
@@ -145,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="producer processes of the second load (1: only the first load)")  # fmt: skip
     add("--concurrency", type=bounded(int, 1, CONCURRENCY_MAX), default=2,
         help="the worker's prefork pool size")  # fmt: skip
+    add("--rounds", type=bounded(int, 1, ROUNDS_MAX), default=1,
+        help="runs of every broker, interleaved: each figure is their median, with its "
+        "spread")  # fmt: skip
     add("--brokers", type=_broker_list, default=list(BROKERS),
         help=f"comma-separated, in order; default {','.join(BROKERS)}")  # fmt: skip
     add("--limit-seconds", dest="limit_s", type=bounded(float, 1, LIMIT_S_MAX), default=300.0,

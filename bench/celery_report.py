@@ -47,7 +47,21 @@ def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> 
     line = name.ljust(NAME_CHARS) + "".join(c.rjust(CELL_CHARS) for c in cells)
     if not run["complete"]:
         line += f"   incomplete: sent {run['sent']}, ran {run['executed']} of {run['tasks']}"
+    if run.get("rounds", 1) > 1:
+        spreads = [
+            f"{what} {_spread(run.get(f'{key}_spread'), fmt)}"
+            for what, key, fmt in (
+                ("enqueue", "enqueue_tasks_per_s", "{:.0f}"),
+                ("end2end", "end_to_end_tasks_per_s", "{:.0f}"),
+                ("cpu", "broker_cpu_ms_per_task", "{:.2f}"),
+            )
+        ]
+        line += f"\n{'':{NAME_CHARS}}medians of {run['rounds']} runs; " + ", ".join(spreads)
     return line
+
+
+def _spread(pair: list[float] | None, fmt: str) -> str:
+    return "-" if pair is None else f"{fmt.format(pair[0])} to {fmt.format(pair[1])}"
 
 
 def _run_of(brokers: dict[str, Any], name: str, load: str) -> dict[str, Any] | None:

@@ -129,3 +129,18 @@ def test_a_ministack_that_cannot_be_installed_is_a_skipped_broker(
         celery_brokers.broker("ministack", tmp_path, sqs),
     ):
         pass
+
+
+def test_rounds_give_each_figure_its_median_and_spread() -> None:
+    rounds = [
+        {**_run(100, 50), "broker_cpu_ms_per_task": 2.0},
+        {**_run(300, 40), "broker_cpu_ms_per_task": None},
+        {**_run(200, 60), "broker_cpu_ms_per_task": 4.0, "complete": False},
+    ]
+    run = celery_bench.combined(rounds)
+    assert (run["enqueue_tasks_per_s"], run["end_to_end_tasks_per_s"]) == (200, 50)
+    assert run["enqueue_tasks_per_s_spread"] == [100, 300]
+    assert run["broker_cpu_ms_per_task"] == 3.0 and not run["complete"]
+    row = celery_report._row("okuri", run, None)
+    assert "medians of 3 runs; enqueue 100 to 300, end2end 40 to 60, cpu 2.00 to 4.00" in row
+    assert celery_bench.build_parser().parse_args(["--rounds", "3"]).rounds == 3
