@@ -36,7 +36,7 @@ from bench.celery_brokers import (
     broker,
 )
 from bench.celery_load import Ids, Load, app_config, run_load, worker
-from bench.celery_report import render
+from bench.celery_report import SPREADS, render
 from bench.flags import bounded
 from bench.launch import ROOT
 from bench.servers import BenchError, Unavailable
@@ -90,7 +90,7 @@ def loads(args: argparse.Namespace) -> list[Load]:
     return out
 
 
-FIGURES = ("enqueue_tasks_per_s", "end_to_end_tasks_per_s", "broker_cpu_ms_per_task")
+FIGURES = tuple(key for _, key, _ in SPREADS)
 
 
 def combined(rounds: list[dict[str, Any]]) -> dict[str, Any]:

@@ -215,8 +215,13 @@ def _wait_for_runs(reader: RecordReader, ids: range, deadline: float) -> bool:
 
 def _broker_cpu_s(pids: Sequence[int]) -> float | None:
     """CPU seconds the broker's processes have used (None: not readable here)."""
-    seconds = [process_cpu_s(pid) for pid in pids]
-    return None if not seconds or None in seconds else sum(s for s in seconds if s is not None)
+    total = 0.0
+    for pid in pids:
+        seconds = process_cpu_s(pid)
+        if seconds is None:
+            return None
+        total += seconds
+    return total if pids else None
 
 
 def run_load(

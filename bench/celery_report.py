@@ -20,6 +20,12 @@ SQS_ON_OKURI = "sqs"  # kombu's sqs:// transport on okuri...
 EMULATORS = ("ministack", "moto")  # ...and the same transport on each in-memory emulator
 NAME_CHARS = 18  # "okuri-unconfirmed" and a space ("rabbitmq-confirm" fits)
 CELL_CHARS = 12
+# A row's figures that rounds spread, as its line below names and prints them.
+SPREADS = (
+    ("enqueue", "enqueue_tasks_per_s", "{:.0f}"),
+    ("end2end", "end_to_end_tasks_per_s", "{:.0f}"),
+    ("cpu", "broker_cpu_ms_per_task", "{:.2f}"),
+)
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -48,14 +54,7 @@ def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> 
     if not run["complete"]:
         line += f"   incomplete: sent {run['sent']}, ran {run['executed']} of {run['tasks']}"
     if run.get("rounds", 1) > 1:
-        spreads = [
-            f"{what} {_spread(run.get(f'{key}_spread'), fmt)}"
-            for what, key, fmt in (
-                ("enqueue", "enqueue_tasks_per_s", "{:.0f}"),
-                ("end2end", "end_to_end_tasks_per_s", "{:.0f}"),
-                ("cpu", "broker_cpu_ms_per_task", "{:.2f}"),
-            )
-        ]
+        spreads = [f"{what} {_spread(run.get(f'{key}_spread'), fmt)}" for what, key, fmt in SPREADS]
         line += f"\n{'':{NAME_CHARS}}medians of {run['rounds']} runs; " + ", ".join(spreads)
     return line
 

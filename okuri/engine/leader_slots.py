@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from okuri import limits
 from okuri.core.message import SegmentCorrupt, decode_segment, encode_segment
 from okuri.core.state import QueueState
-from okuri.engine.peering import CommitReply
 from okuri.engine.slot_log import SlotLog
 
 log = logging.getLogger("okuri.engine")
@@ -38,10 +37,10 @@ def segments_of(slots: SlotLog, st: QueueState, seqs: Sequence[int]) -> list[tup
     return out
 
 
-def take_from_leader(slots: SlotLog, st: QueueState, reply: CommitReply) -> None:
+def take_from_leader(slots: SlotLog, st: QueueState, segments: Sequence[tuple[int, bytes]]) -> None:
     """The leader's segments as if read here: `SlotLog.segment_for` checks each against the
     manifest before any of its messages goes out, and reads again one that differs."""
-    for seq, data in reply.segments:
+    for seq, data in segments:
         try:
             slots.cache.put((slots.name, st.incarnation, seq), decode_segment(data))
         except SegmentCorrupt:

@@ -41,7 +41,6 @@ from okuri.engine.expiry import Expiry
 from okuri.engine.manifest_codec import ManifestCodec
 from okuri.engine.peer_sends import decode_send_reply, encode_send
 from okuri.engine.peering import (
-    CommitReply,
     CommitRequest,
     Peering,
     PeerUnreachable,
@@ -136,7 +135,9 @@ class Manifest:
         # FIFO sends go to the leader (a partition's lane, okuri/engine/partitions.py).
         self.forwards_sends = False
         # The segments a leader sent with a forwarded lease's answer (okuri/engine/peering.py).
-        self.on_leader_segments: Callable[[QueueState, CommitReply], None] = lambda _s, _r: None
+        self.on_leader_segments: Callable[[QueueState, list[tuple[int, bytes]]], None] = (
+            lambda _st, _segments: None
+        )
         self._ride: RideFn = lambda _: []
         self._rode: RodeFn = lambda _: None
         self.committer: Batcher[_Batch, list[Result]] = Batcher(
@@ -365,7 +366,7 @@ class Manifest:
             return "maybe"  # deleted and created again meanwhile: judged here, on a fresh read
         self.cell.install(state, answer.etag, answer.manifest, sent)
         if answer.segments:
-            self.on_leader_segments(state, answer)
+            self.on_leader_segments(state, answer.segments)
         self._stats["manifest_forwards"] += 1
         self._stats["manifest_forwarded_ops"] += len(ops)
         return answer.results

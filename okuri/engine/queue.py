@@ -117,7 +117,7 @@ class Queue:
             self.tasks,
             notify=lambda: self.receiver.notify(),
         )
-        self.manifest.on_leader_segments = lambda st, reply: take_from_leader(self.slots, st, reply)
+        self.manifest.on_leader_segments = lambda st, segs: take_from_leader(self.slots, st, segs)
         self.ack_logs = AckLogs(
             name,
             node.store,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,23 +54,30 @@ def _run(enqueue: float, e2e: float) -> dict[str, object]:
     }  # fmt: skip
 
 
-def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_each_emulator() -> None:
+def _result(
+    runs: dict[str, dict[str, object]], skipped: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """What `measure` returns for one load of ten tasks, each broker with its run."""
     config = {
         "tasks": 10, "concurrency": 2, "cpus": 2, "sqs_wait_time_seconds": 10,
         "sqs_polling_interval": 0.1, "okuri_lease_s": 60, "okuri_wait_time_s": 10,
     }  # fmt: skip
-    runs = {
-        "sqs": _run(150, 90), "ministack": _run(600, 120), "moto": _run(300, 60),
-        "redis": _run(1000, 600),
-    }  # fmt: skip
-    result = {
+    return {
         "config": config,
-        "skipped": {"rabbitmq": "not installed"},
+        "skipped": skipped or {},
         "loads": [{"name": "one producer", "producers": 1}],
         "brokers": {
             name: {"described": name, "runs": {"one producer": run}} for name, run in runs.items()
         },
     }
+
+
+def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_each_emulator() -> None:
+    runs = {
+        "sqs": _run(150, 90), "ministack": _run(600, 120), "moto": _run(300, 60),
+        "redis": _run(1000, 600),
+    }  # fmt: skip
+    result = _result(runs, skipped={"rabbitmq": "not installed"})
     lines = celery_report.render(result).splitlines()
     emulator = "(sqs:// on okuri against an emulator)"
     assert f"sqs / ministack {emulator}: enqueue 0.25x, end2end 0.75x" in lines
@@ -77,30 +85,19 @@ def test_the_table_sets_each_broker_against_redis_and_sqs_on_okuri_against_each_
     (sqs_row,) = [line for line in lines if line.startswith("sqs ") and " / " not in line]
     assert sqs_row.split() == ["sqs", "150", "0.15x", "90", "0.15x", "-"]
     assert "skipped rabbitmq: not installed" in lines
-    del result["brokers"]["moto"]  # type: ignore[attr-defined]
+    del result["brokers"]["moto"]
     text = celery_report.render(result)
     assert "sqs / moto" not in text and "sqs / ministack" in text
 
 
 def test_okuri_is_set_against_brokers_as_durable_and_unconfirmed_against_their_defaults() -> None:
-    config = {
-        "tasks": 10, "concurrency": 2, "cpus": 2, "sqs_wait_time_seconds": 10,
-        "sqs_polling_interval": 0.1, "okuri_lease_s": 60, "okuri_wait_time_s": 10,
-    }  # fmt: skip
     runs = {
         "okuri": {**_run(200, 90), "broker_cpu_ms_per_task": 1.25},
         "okuri-unconfirmed": _run(1400, 450), "redis": _run(1000, 500),
         "redis-always": _run(800, 200), "rabbitmq": _run(1400, 600),
         "rabbitmq-confirm": _run(500, 300),
     }  # fmt: skip
-    result = {
-        "config": config,
-        "skipped": {},
-        "loads": [{"name": "one producer", "producers": 1}],
-        "brokers": {
-            name: {"described": name, "runs": {"one producer": run}} for name, run in runs.items()
-        },
-    }
+    result = _result(runs)
     lines = celery_report.render(result).splitlines()
     durable, lazy = "(durable against durable)", "(lazy against lazy)"
     assert f"okuri / rabbitmq-confirm {durable}: enqueue 0.40x, end2end 0.30x" in lines
