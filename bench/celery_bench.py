@@ -79,7 +79,7 @@ def _one_broker(
         with worker(config, args.concurrency, paths, log_path):
             for load in loads(args):
                 print(f"python -m bench celery: {name}, {load.name} ...", file=sys.stderr)
-                runs[load.name] = run_load(load, config, ids, paths, workdir, b.pids)
+                runs[load.name] = run_load(load, config, ids, paths, workdir, b.pids, b.health_url)
         return {"described": b.described, "url_scheme": b.url.split(":")[0], "runs": runs}
 
 
@@ -104,6 +104,11 @@ def combined(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in rounds if r.get(key) is not None]
         out[key] = statistics.median(values) if values else None
         out[f"{key}_spread"] = [min(values), max(values)] if values else None
+    counted = [r["store_per_task"] for r in rounds if r.get("store_per_task")]
+    if counted:
+        out["store_per_task"] = {
+            k: statistics.median(c.get(k, 0.0) for c in counted) for k in counted[0]
+        }
     return out
 
 

@@ -97,6 +97,7 @@ class Broker:
     described: str
     needs_okuri_kombu: bool = False
     pids: list[int] = field(default_factory=list)
+    health_url: str = ""  # okuri's health listener: its /metrics counts store requests
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
                 "returns at once and is committed a few ms later",
                 needs_okuri_kombu=True,
                 pids=[node.pid or 0],
+                health_url=node.health_url,
             )
         else:
             yield Broker(
@@ -179,6 +181,7 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
                 _sqs_options(sqs),
                 f"okuri serve via kombu's sqs:// ({_sqs_settings(sqs)}), {store}",
                 pids=[node.pid or 0],
+                health_url=node.health_url,
             )
     finally:
         node.stop()

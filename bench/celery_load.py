@@ -37,6 +37,7 @@ from typing import IO, Any
 from bench.celery_brokers import Broker
 from bench.celery_tasks import CONFIG_ENV, AppConfig, RecordReader
 from bench.measure import process_cpu_s
+from bench.metrics import COMMITS_EVENT, NodeCounters, scrape
 from bench.servers import BenchError, clean_environ, tail
 
 WORKER_READY_S = 60.0
@@ -231,8 +232,10 @@ def run_load(
     python_path: list[str],
     workdir: Path,
     broker_pids: Sequence[int] = (),
+    health_url: str = "",
 ) -> dict[str, Any]:
-    """One load through the running worker: its figures."""
+    """One load through the running worker: its figures; with `health_url` (okuri's), also
+    its store requests and manifest commits per task."""
     reader = RecordReader(Path(config.record_dir))
     producers: list[Producer] = []
     log_path = workdir / f"producers-{load.name}.log"
@@ -256,6 +259,7 @@ def run_load(
             raise BenchError(f"the worker did not run the warm-up tasks in {WARMUP_S:g} s")
         go_s = time.monotonic()
         cpu_before = _broker_cpu_s(broker_pids)
+        counted_before = scrape(health_url) if health_url else None
         for producer in producers:
             producer.say()
         reports = [p.hear(load.limit_s + PRODUCER_REPORT_SLACK_S) for p in producers]
@@ -264,6 +268,7 @@ def run_load(
         measured = range(ranges[0].start, ranges[-1].stop)
         complete = _wait_for_runs(reader, measured, go_s + 2 * load.limit_s)
         cpu_after = _broker_cpu_s(broker_pids)
+        counted_after = scrape(health_url) if health_url else None
     finally:
         for producer in producers:
             producer.stop()
@@ -284,4 +289,20 @@ def run_load(
         "broker_cpu_ms_per_task": None
         if cpu_before is None or cpu_after is None
         else (cpu_after - cpu_before) * 1000 / load.tasks,
+        "store_per_task": _per_task(counted_before, counted_after, load.tasks),
     }
+
+
+def _per_task(
+    before: NodeCounters | None, after: NodeCounters | None, tasks: int
+) -> dict[str, float] | None:
+    """okuri's store requests by class and manifest commits over the tasks: its durable writes
+    per task (on a local directory each PUT-class request is a file written, fsynced and
+    renamed, its directory fsynced). None for another broker, or a node that did not answer."""
+    if before is None or after is None or tasks <= 0:
+        return None
+    spent = after.minus(before)
+    out = {cls: n / tasks for cls, n in sorted(spent.store.items()) if n}
+    out["commits"] = spent.events.get(COMMITS_EVENT, 0.0) / tasks
+    out.update({f"api {op}": n / tasks for op, n in sorted(spent.api.items()) if n})
+    return out

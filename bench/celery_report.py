@@ -16,6 +16,8 @@ from typing import Any
 from bench.sqs_report import cell
 
 BASELINE = "redis"
+STORE_CLASSES = ("put", "cas", "get", "list", "delete")  # okuri's store requests, by price class
+API_PREFIX = "api "  # a per-task count of API requests, by operation
 SQS_ON_OKURI = "sqs"  # kombu's sqs:// transport on okuri...
 EMULATORS = ("ministack", "moto")  # ...and the same transport on each in-memory emulator
 NAME_CHARS = 18  # "okuri-unconfirmed" and a space ("rabbitmq-confirm" fits)
@@ -53,10 +55,25 @@ def _row(name: str, run: dict[str, Any] | None, base: dict[str, Any] | None) -> 
     line = name.ljust(NAME_CHARS) + "".join(c.rjust(CELL_CHARS) for c in cells)
     if not run["complete"]:
         line += f"   incomplete: sent {run['sent']}, ran {run['executed']} of {run['tasks']}"
+    if run.get("store_per_task"):
+        line += f"\n{'':{NAME_CHARS}}per task: " + _per_task(run["store_per_task"])
     if run.get("rounds", 1) > 1:
         spreads = [f"{what} {_spread(run.get(f'{key}_spread'), fmt)}" for what, key, fmt in SPREADS]
         line += f"\n{'':{NAME_CHARS}}medians of {run['rounds']} runs; " + ", ".join(spreads)
     return line
+
+
+def _per_task(counts: dict[str, float]) -> str:
+    """okuri's store requests by class, manifest commits and API requests, each per task."""
+    store = ", ".join(f"{cls} {n:.2f}" for cls, n in counts.items() if cls in STORE_CLASSES)
+    api = ", ".join(
+        f"{op.removeprefix(API_PREFIX)} {n:.2f}"
+        for op, n in counts.items()
+        if op.startswith(API_PREFIX)
+    )
+    commits = counts.get("commits")
+    parts = [f"store {store or '-'}", f"manifest commits {cell('{:.2f}', commits)}"]
+    return "; ".join([*parts, f"requests {api}"] if api else parts)
 
 
 def _spread(pair: list[float] | None, fmt: str) -> str:
@@ -123,6 +140,9 @@ def render(result: dict[str, Any]) -> str:
         "consuming meanwhile); end2end/s: tasks / time until the last task ran. Both from the "
         "producers' go; connections and the queue's declaration are warmed up before it. "
         "cpu ms/task: the broker's processes' CPU (user and system, every thread) from the go "
-        "until the last task ran, over the tasks.",
+        "until the last task ran, over the tasks. per task (okuri's rows, from its /metrics): "
+        "store requests by class (on a local directory each put and cas is a file written, "
+        "fsynced and renamed, and its directory fsynced: two fsyncs), manifest commits, and "
+        "requests to okuri's API by operation.",
     ]
     return "\n".join(lines)

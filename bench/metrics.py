@@ -9,6 +9,7 @@ None ("n/a"), never 0: `manifest_conflicts` exists only on engines that count it
 
 from __future__ import annotations
 
+import contextlib
 import re
 import urllib.error
 import urllib.request
@@ -22,6 +23,9 @@ STORE_REQUESTS = "okuri_store_requests_total"
 COMMITS_EVENT = "manifest_commits"
 CONFLICTS_EVENT = "manifest_conflicts"
 
+API_REQUESTS = ("okuri_native_requests_total", "okuri_sqs_requests_total")
+# The API families' operation (native) or action (SQS) label, wherever it stands.
+_API_OPERATION = re.compile(r'(?:operation|action)="([^"\\]*)"')
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(\w+)="((?:[^"\\]|\\.)*)"\}\s+(\S+)')
 
 
@@ -31,11 +35,13 @@ class NodeCounters:
 
     events: dict[str, float] = field(default_factory=dict)
     store: dict[str, float] = field(default_factory=dict)
+    api: dict[str, float] = field(default_factory=dict)  # requests by operation, outcomes summed
 
     def minus(self, before: NodeCounters) -> NodeCounters:
         return NodeCounters(
             {k: v - before.events.get(k, 0.0) for k, v in self.events.items()},
             {k: v - before.store.get(k, 0.0) for k, v in self.store.items()},
+            {k: v - before.api.get(k, 0.0) for k, v in self.api.items()},
         )
 
     def figures(self) -> dict[str, object]:
@@ -52,10 +58,19 @@ class NodeCounters:
 
 
 def parse(text: str) -> NodeCounters:
-    """The two labelled counter families okuri exports, out of Prometheus text format."""
+    """Engine events, store requests by class and API requests by operation, out of
+    Prometheus text format."""
     events: dict[str, float] = {}
     store: dict[str, float] = {}
+    api: dict[str, float] = {}
     for line in text.splitlines():
+        if line.startswith(API_REQUESTS):
+            operation = _API_OPERATION.search(line)
+            with contextlib.suppress(ValueError):
+                n = float(line.rsplit(None, 1)[-1])
+                if operation is not None:
+                    api[operation[1]] = api.get(operation[1], 0.0) + n
+            continue
         match = _SAMPLE.match(line)
         if match is None:
             continue
@@ -68,7 +83,7 @@ def parse(text: str) -> NodeCounters:
             events[value] = n
         elif name == STORE_REQUESTS and label == "class":
             store[value] = n
-    return NodeCounters(events, store)
+    return NodeCounters(events, store, api)
 
 
 def scrape(health_url: str) -> NodeCounters | None:

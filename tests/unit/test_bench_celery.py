@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import celery_bench, celery_brokers, celery_report, ministack
+from bench import celery_bench, celery_brokers, celery_report, metrics, ministack
 from bench.__main__ import main
 from bench.celery_tasks import RECORD_BYTES, RecordReader, record_line
 from bench.servers import Unavailable
@@ -108,6 +108,25 @@ def test_okuri_is_set_against_brokers_as_durable_and_unconfirmed_against_their_d
     assert okuri_row.split() == ["okuri", "200", "0.20x", "90", "0.18x", "1.25"]
 
 
+def test_okuri_rows_say_what_a_task_cost_in_store_requests_commits_and_api_requests() -> None:
+    counts = {"cas": 1.4, "get": 1.0, "put": 1.0, "commits": 1.42, "api lease": 0.89}
+    runs = {"okuri": {**_run(200, 90), "store_per_task": counts}, "redis": _run(1000, 500)}
+    lines = celery_report.render(_result(runs)).splitlines()
+    okuri = lines.index(next(line for line in lines if line.startswith("okuri ")))
+    assert lines[okuri + 1].split() == [
+        "per", "task:", "store", "cas", "1.40,", "get", "1.00,", "put", "1.00;", "manifest",
+        "commits", "1.42;", "requests", "lease", "0.89",
+    ]  # fmt: skip
+    assert not lines[okuri + 2].startswith(" ")  # redis's row has none
+
+
+def test_rounds_take_the_median_of_each_per_task_count() -> None:
+    rounds = [{**_run(100, 50), "store_per_task": {"put": 1.0, "cas": c}} for c in (1.2, 1.8, 1.4)]
+    out = celery_bench.combined(rounds)
+    assert out["store_per_task"] == {"put": 1.0, "cas": 1.4}
+    assert "store_per_task" not in celery_bench.combined([_run(100, 50)])
+
+
 def test_ministack_is_a_broker_of_its_own_beside_moto() -> None:
     args = celery_bench.build_parser().parse_args(["--brokers", "sqs,ministack"])
     assert args.brokers == ["sqs", "ministack"]
@@ -141,3 +160,18 @@ def test_rounds_give_each_figure_its_median_and_spread() -> None:
     row = celery_report._row("okuri", run, None)
     assert "medians of 3 runs; enqueue 100 to 300, end2end 40 to 60, cpu 2.00 to 4.00" in row
     assert celery_bench.build_parser().parse_args(["--rounds", "3"]).rounds == 3
+
+
+def test_a_scrape_sums_api_requests_over_outcomes_and_subtracts_a_scrape_before() -> None:
+    text = "\n".join([
+        'okuri_native_requests_total{transport="http",operation="lease",outcome="ok"} 7',
+        'okuri_native_requests_total{transport="grpc",operation="lease",outcome="throttled"} 2',
+        'okuri_sqs_requests_total{action="SendMessage",outcome="ok"} 3',
+        'okuri_store_requests_total{class="put"} 5',
+        'okuri_engine_events_total{event="manifest_commits"} 4',
+    ])  # fmt: skip
+    after = metrics.parse(text)
+    assert after.api == {"lease": 9.0, "SendMessage": 3.0}
+    assert after.store == {"put": 5.0} and after.events == {"manifest_commits": 4.0}
+    before = metrics.parse('okuri_native_requests_total{operation="lease",outcome="ok"} 4')
+    assert after.minus(before).api == {"lease": 5.0, "SendMessage": 3.0}
