@@ -30,6 +30,7 @@ from typing import Any
 import okuri
 from bench.celery_brokers import (
     BROKERS,
+    DEFAULT_BROKERS,
     OKURI_LEASE_S,
     OKURI_WAIT_S,
     SqsSettings,
@@ -188,8 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rounds", type=bounded(int, 1, ROUNDS_MAX), default=1,
         help="runs of every broker, interleaved: each figure is their median, with its "
         "spread")  # fmt: skip
-    add("--brokers", type=_broker_list, default=list(BROKERS),
-        help=f"comma-separated, in order; default {','.join(BROKERS)}")  # fmt: skip
+    add("--brokers", type=_broker_list, default=list(DEFAULT_BROKERS),
+        help=f"comma-separated, in order; default {','.join(DEFAULT_BROKERS)}; also "
+        f"{','.join(b for b in BROKERS if b not in DEFAULT_BROKERS)}")  # fmt: skip
     add("--limit-seconds", dest="limit_s", type=bounded(float, 1, LIMIT_S_MAX), default=300.0,
         help="the producers' time at most per load, and again the worker's")  # fmt: skip
     add("--sqs-wait-time-seconds", type=bounded(int, 0, SQS_WAIT_S_MAX),

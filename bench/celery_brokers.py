@@ -4,6 +4,8 @@
   kombu transport, `okuri://` (integrations/kombu), with an admin bearer key (OKURI_ADMIN_KEY);
 - `okuri-unconfirmed`: the same with the transport option `confirm_publish` off: a publish
   returns at once and a thread sends publishes in batches (as RabbitMQ without confirms);
+- `okuri-files`: `okuri` on a directory holding a file per object (OKURI_LOCAL_STORE=files),
+  the layout before the journal, to set the two side by side (not run unless named);
 - `sqs`: another such `okuri serve`, through kombu's stock SQS transport, `sqs://`;
 - `ministack`: ministack (bench.ministack: the fastest in-memory SQS emulator installable
   here, in a virtualenv of its own, not durable) through the same `sqs://`, the peer `sqs` is
@@ -67,6 +69,7 @@ from bench.servers import (
 
 BROKERS = (
     "okuri",
+    "okuri-files",
     "okuri-unconfirmed",
     "sqs",
     "ministack",
@@ -76,7 +79,8 @@ BROKERS = (
     "rabbitmq",
     "rabbitmq-confirm",
 )
-OKURI_NATIVE = ("okuri", "okuri-unconfirmed")
+DEFAULT_BROKERS = tuple(b for b in BROKERS if b != "okuri-files")
+OKURI_NATIVE = ("okuri", "okuri-files", "okuri-unconfirmed")
 REDIS_START_S = 15.0
 RABBITMQ_START_S = 90.0  # an Erlang VM booting RabbitMQ on a busy machine: ten seconds or more
 EPMD_START_S = 10.0
@@ -157,11 +161,16 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
         _needs_sqs_transport(name)
     key = secrets.token_urlsafe(24)
     data_dir = workdir / f"okuri-{name}-data"
-    node = start_node(0, StoreSpec(data_dir=data_dir), workdir, {"OKURI_ADMIN_KEY": key})
+    env = {"OKURI_ADMIN_KEY": key}
+    if name == "okuri-files":
+        env["OKURI_LOCAL_STORE"] = "files"
+    node = start_node(0, StoreSpec(data_dir=data_dir), workdir, env)
     try:
         store = "local directory (fresh tmp), durable: a send returns once committed"
+        if name == "okuri-files":
+            store = store.replace("local directory", "local directory, a file per object")
         if name in OKURI_NATIVE:
-            confirm = name == "okuri"
+            confirm = name != "okuri-unconfirmed"
             yield Broker(
                 name,
                 f"okuri://:{key}@{LOOPBACK}:{node.port}",

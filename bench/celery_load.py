@@ -296,13 +296,15 @@ def run_load(
 def _per_task(
     before: NodeCounters | None, after: NodeCounters | None, tasks: int
 ) -> dict[str, float] | None:
-    """okuri's store requests by class and manifest commits over the tasks: its durable writes
-    per task (on a local directory each PUT-class request is a file written, fsynced and
-    renamed, its directory fsynced). None for another broker, or a node that did not answer."""
+    """okuri's store requests by class, manifest commits, syncs (fsync and fdatasync calls: its
+    durable write barriers) and API requests, each over the tasks. None for another broker, or
+    a node that did not answer."""
     if before is None or after is None or tasks <= 0:
         return None
     spent = after.minus(before)
     out = {cls: n / tasks for cls, n in sorted(spent.store.items()) if n}
     out["commits"] = spent.events.get(COMMITS_EVENT, 0.0) / tasks
+    if spent.syncs is not None:
+        out["syncs"] = spent.syncs / tasks
     out.update({f"api {op}": n / tasks for op, n in sorted(spent.api.items()) if n})
     return out

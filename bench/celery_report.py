@@ -73,6 +73,8 @@ def _per_task(counts: dict[str, float]) -> str:
     )
     commits = counts.get("commits")
     parts = [f"store {store or '-'}", f"manifest commits {cell('{:.2f}', commits)}"]
+    if "syncs" in counts:
+        parts.append(f"syncs {counts['syncs']:.2f}")
     return "; ".join([*parts, f"requests {api}"] if api else parts)
 
 
@@ -89,6 +91,7 @@ def _run_of(brokers: dict[str, Any], name: str, load: str) -> dict[str, Any] | N
 PAIRS = (
     ("okuri", "rabbitmq-confirm", "durable against durable"),
     ("okuri", "redis-always", "durable against durable"),
+    ("okuri", "okuri-files", "the journal against a file per object"),
     ("okuri-unconfirmed", "rabbitmq", "lazy against lazy"),
     ("okuri-unconfirmed", "redis", "lazy against lazy"),
     *((SQS_ON_OKURI, emulator, "sqs:// on okuri against an emulator") for emulator in EMULATORS),
@@ -141,8 +144,8 @@ def render(result: dict[str, Any]) -> str:
         "producers' go; connections and the queue's declaration are warmed up before it. "
         "cpu ms/task: the broker's processes' CPU (user and system, every thread) from the go "
         "until the last task ran, over the tasks. per task (okuri's rows, from its /metrics): "
-        "store requests by class (on a local directory each put and cas is a file written, "
-        "fsynced and renamed, and its directory fsynced: two fsyncs), manifest commits, and "
-        "requests to okuri's API by operation.",
+        "store requests by class, manifest commits, syncs (the local store's fsync and "
+        "fdatasync calls: its durable write barriers; the journal syncs once for the writes "
+        "that arrive together), and requests to okuri's API by operation.",
     ]
     return "\n".join(lines)

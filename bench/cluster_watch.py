@@ -43,7 +43,8 @@ from typing import IO, Any
 from bench.servers import botocore_client
 from okuri.core import keys
 from okuri.core.receipts import Receipt
-from okuri.errors import ReceiptHandleInvalid
+from okuri.errors import ReceiptHandleInvalid, StoreError
+from okuri.store.journal import JournalStore, holds_journal
 from okuri.store.local import DIR_SUFFIX, encode_segment
 
 MANIFESTS_FILE = "manifests.jsonl.gz"
@@ -87,14 +88,19 @@ def copy_kind(delivered: str, deleted: str) -> str:
 
 
 def local_reader(data_dir: Path, queue: str) -> Reader:
-    """Reads the queue's manifest file in a local store (as okuri.store.local lays keys out)."""
-    *dirs, name = keys.manifest(queue).split("/")
+    """Reads the queue's manifest in a local store, in whichever layout the nodes gave the
+    directory (okuri/store/directory.py): from the journal, or its file."""
+    key = keys.manifest(queue)
+    *dirs, name = key.split("/")
     path = data_dir.joinpath(*(encode_segment(d) + DIR_SUFFIX for d in dirs), encode_segment(name))
+    journal: list[JournalStore] = []
 
     def read() -> bytes | None:
         try:
-            return path.read_bytes()
-        except OSError:
+            if not journal and holds_journal(str(data_dir)):
+                journal.append(JournalStore(data_dir))
+            return journal[0].get_blocking(key).data if journal else path.read_bytes()
+        except (OSError, StoreError):
             return None
 
     return read

@@ -12,9 +12,9 @@ and their ratio. The calls (bench/floor_calls.py): SQS SendMessage, ReceiveMessa
 message just sent, DeleteMessage and GetQueueUrl through botocore; the native API's produce,
 lease and complete through okuri.client; an okuri:// publish through kombu (skipped, saying
 why, when kombu or okuri_kombu cannot be imported). The store's write p50 is measured on its
-own (bench/floor_store.py), half of the writes before the calls and half after: LocalStore
-on the same filesystem, or a conditional PUT to moto's S3 through the latency proxy
-(bench/latency_proxy.py) okuri also talks through.
+own (bench/floor_store.py), half of the writes before the calls and half after: the local
+store okuri serve gives a new directory, on the same filesystem, or a conditional PUT to moto's
+S3 through the latency proxy (bench/latency_proxy.py) okuri also talks through.
 
 Also printed: the server's CPU per request that writes nothing (GetQueueUrl), okuri's beside the
 hello-world server's, and the machine's speed (a 10-million-step Python loop), so a slow run

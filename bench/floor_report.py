@@ -124,8 +124,8 @@ def _store_lines(run: dict[str, Any]) -> list[str]:
         )
     else:
         store = (
-            f"store: {run['described']}; write p50 {_ms(run['write_p50_ms'])} (LocalStore "
-            f"put_if_absent; put_if_match {_ms(writes['put_if_match_p50_ms'])}; "
+            f"store: {run['described']}; write p50 {_ms(run['write_p50_ms'])} (the local "
+            f"store's put_if_absent; put_if_match {_ms(writes['put_if_match_p50_ms'])}; "
             f"{writes['samples']} writes)"
         )
         latency = "latency added: none"

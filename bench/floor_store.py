@@ -3,10 +3,10 @@
 Why apart: a call's floor adds, for each write its answer waits for, the store's median write,
 measured here without okuri around it.
 
-- a local directory: okuri's own LocalStore (okuri/store/local.py) on a fresh directory of the
-  same filesystem as the server's, writing OBJECT_BYTES objects one at a time: put_if_absent
-  (a new object, as a segment is written) then put_if_match of it (a compare-and-swap, as a
-  manifest commit is). Its fsyncs are the write's cost.
+- a local directory: the store okuri serve gives a fresh directory (okuri/store/directory.py:
+  the journal) on the same filesystem as the server's, writing OBJECT_BYTES objects one at a
+  time: put_if_absent (a new object, as a segment is written) then put_if_match of it (a
+  compare-and-swap, as a manifest commit is). Its syncs are the write's cost.
 - S3: a conditional PUT (If-None-Match: *) of an OBJECT_BYTES object through botocore, then an
   If-Match PUT of it, through the same latency proxy okuri's server talks through, so the
   proxy's added latency is in the floor.
@@ -61,9 +61,9 @@ def _p50_ms(seconds: tuple[float, ...]) -> float | None:
 
 
 async def _local(root: Path, budget: Budget, first: int) -> StoreWrites:
-    from okuri.store.local import LocalStore
+    from okuri.store.directory import open_local
 
-    store = LocalStore(root)
+    store = open_local(str(root))
     data = b"w" * OBJECT_BYTES
     absent_s: list[float] = []
     match_s: list[float] = []
@@ -82,7 +82,7 @@ async def _local(root: Path, budget: Budget, first: int) -> StoreWrites:
 
 
 def local_writes(root: Path, budget: Budget, first: int = 0) -> StoreWrites:
-    """LocalStore's writes on a directory `root` (on the server's filesystem), of new keys
+    """The local store's writes on a new directory `root` (on the server's filesystem), of new keys
     numbered from `first`."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:  # okuri serve's loop
         return runner.run(_local(root, budget, first))

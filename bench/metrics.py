@@ -23,6 +23,7 @@ STORE_REQUESTS = "okuri_store_requests_total"
 COMMITS_EVENT = "manifest_commits"
 CONFLICTS_EVENT = "manifest_conflicts"
 
+SYNCS = "okuri_store_syncs_total"
 API_REQUESTS = ("okuri_native_requests_total", "okuri_sqs_requests_total")
 # The API families' operation (native) or action (SQS) label, wherever it stands.
 _API_OPERATION = re.compile(r'(?:operation|action)="([^"\\]*)"')
@@ -36,12 +37,14 @@ class NodeCounters:
     events: dict[str, float] = field(default_factory=dict)
     store: dict[str, float] = field(default_factory=dict)
     api: dict[str, float] = field(default_factory=dict)  # requests by operation, outcomes summed
+    syncs: float | None = None  # a local store's fsync and fdatasync calls; None on S3
 
     def minus(self, before: NodeCounters) -> NodeCounters:
         return NodeCounters(
             {k: v - before.events.get(k, 0.0) for k, v in self.events.items()},
             {k: v - before.store.get(k, 0.0) for k, v in self.store.items()},
             {k: v - before.api.get(k, 0.0) for k, v in self.api.items()},
+            None if self.syncs is None else self.syncs - (before.syncs or 0.0),
         )
 
     def figures(self) -> dict[str, object]:
@@ -58,12 +61,17 @@ class NodeCounters:
 
 
 def parse(text: str) -> NodeCounters:
-    """Engine events, store requests by class and API requests by operation, out of
-    Prometheus text format."""
+    """Engine events, store requests by class, a local store's syncs and API requests by
+    operation, out of Prometheus text format."""
     events: dict[str, float] = {}
     store: dict[str, float] = {}
     api: dict[str, float] = {}
+    syncs: float | None = None
     for line in text.splitlines():
+        if line.startswith(SYNCS + " "):
+            with contextlib.suppress(ValueError):
+                syncs = float(line.split()[1])
+            continue
         if line.startswith(API_REQUESTS):
             operation = _API_OPERATION.search(line)
             with contextlib.suppress(ValueError):
@@ -83,7 +91,7 @@ def parse(text: str) -> NodeCounters:
             events[value] = n
         elif name == STORE_REQUESTS and label == "class":
             store[value] = n
-    return NodeCounters(events, store, api)
+    return NodeCounters(events, store, api, syncs)
 
 
 def scrape(health_url: str) -> NodeCounters | None:

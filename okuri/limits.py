@@ -218,6 +218,10 @@ name_bytes_max = 240  # below NAME_MAX (255) with room for the directory suffix
 lock_attempts_max = 100
 mkdir_attempts_max = 16
 local_prune_after_s = 30.0  # an emptied directory outlives its last delete by this much
+# The journal store (okuri/store/journal.py) is compacted once its file holds this much and more
+# than this many times what is live: each byte written is copied about once more, at most.
+journal_compact_bytes_min = 64 * 1024 * 1024
+journal_compact_ratio = 2.0
 local_inline_s_max = 0.002  # local writes run on the event loop only while they average less
 list_keys_max = 1000  # one ListObjectsV2 page
 

@@ -34,7 +34,7 @@ from okuri.principals.keys import KeysFileInvalid, KeyTable
 from okuri.principals.local import DEV_ADMIN_KEY
 from okuri.server import logs
 from okuri.server.grpc_backend import GrpcBackend
-from okuri.server.health import Health, admission_lines, health_app, queue_lines
+from okuri.server.health import Health, admission_lines, health_app, queue_lines, sync_lines
 from okuri.server.malformed import Runner
 from okuri.server.peers import PATH as PEER_PATH
 from okuri.server.peers import Peers, advertised_url
@@ -315,6 +315,7 @@ class Server:
                 self.native.stats.metric_lines,
                 lambda: queue_lines(self.engine, self.clock.now_ms()),
                 lambda: admission_lines(self.admission),
+                lambda: sync_lines(opened),
             ],
         )
         log.info(

@@ -37,7 +37,7 @@ from okuri.engine import Engine
 from okuri.errors import ExchangeDoesNotExist, QueueDoesNotExist
 from okuri.server.app import Server
 from okuri.server.settings import Settings
-from okuri.store.local import LocalStore
+from okuri.store.directory import open_local
 from okuri.store.memory import MemoryStore
 from okuri.store.port import ObjectStore
 
@@ -77,7 +77,7 @@ class Embedded:
             self._store = MemoryStore()
         else:
             await asyncio.to_thread(os.makedirs, self.data_dir, exist_ok=True)
-            self._store = LocalStore(self.data_dir)
+            self._store = await asyncio.to_thread(open_local, self.data_dir)
         self._engine = Engine(self._store, SystemClock(), linger_ms=self.linger_ms)
         return self._engine
 

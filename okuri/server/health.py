@@ -117,6 +117,19 @@ def render_metrics(
     return "\n".join(lines) + "\n"
 
 
+def sync_lines(store: object) -> list[str]:
+    """The local stores' durable write barriers (fsync and fdatasync calls), which a price class
+    does not tell: the journal syncs once for the writes that arrive together. None on S3."""
+    syncs = getattr(store, "syncs", None)
+    if not isinstance(syncs, int):
+        return []
+    return [
+        "# HELP okuri_store_syncs_total fsync and fdatasync calls of the local store.",
+        "# TYPE okuri_store_syncs_total counter",
+        f"okuri_store_syncs_total {syncs}",
+    ]
+
+
 def admission_lines(admission: Admission) -> list[str]:
     """The node's in-flight gauges, their bounds, and the requests shed by surface and bound."""
     now = admission.snapshot()

@@ -29,6 +29,7 @@ DEV_SECRET_ACCESS_KEY = "okuri-local-secret"
 
 # A linger longer than this holds every send for seconds: surely a unit mistake (s for ms).
 LINGER_MS_MAX = limits.linger_ms_max
+LOCAL_LAYOUTS = ("auto", "journal", "files")  # okuri/store/directory.py's LAYOUTS
 
 # Options whose values are never shown: not in repr, help defaults or error messages.
 SECRETS = ("secret_access_key", "s3_secret_access_key", "admin_key")
@@ -71,6 +72,10 @@ OPTIONS: tuple[Option, ...] = (
            "HOST:PORT"),
     Option("data_dir", "./okuri-data", "local store directory (used when no S3 bucket is set)",
            "DIR"),
+    Option("local_store", "auto",
+           "how a local directory holds objects: journal (one file, synced once per group of "
+           "writes), files (a file per object), or auto (what the directory holds; a new one "
+           "gets the journal)", "auto|journal|files"),
     Option("linger_ms", None,
            f"how long sends and commits wait to share one object write (0 to {LINGER_MS_MAX}; "
            f"default {limits.linger_ms_default} on S3, {limits.linger_ms_local_default} on a "
@@ -255,6 +260,7 @@ class Settings:
     queues_max: int = limits.queues_max_default
     namespace_queues_max: int = limits.namespace_queues_max_default
     queue_attributes_bytes_max: int = limits.queue_attributes_bytes_max_default
+    local_store: str = "auto"  # okuri/store/directory.py: auto, journal or files
 
     @property
     def quotas(self) -> Quotas:
@@ -354,6 +360,7 @@ class Settings:
             listen=listen,
             health_listen=health,
             data_dir=os.path.expanduser(raw.required("data_dir")),
+            local_store=raw.choice("local_store", LOCAL_LAYOUTS),
             linger_ms=(
                 raw.integer("linger_ms", 0, LINGER_MS_MAX, "milliseconds")
                 if raw.optional("linger_ms") is not None

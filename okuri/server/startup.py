@@ -21,7 +21,7 @@ from okuri.server.grpc_backend import GrpcBackend
 from okuri.server.settings import Address, Settings
 from okuri.server.tls import ServerTls, TlsFrontSite
 from okuri.store.check import verify_conditional_writes
-from okuri.store.local import LocalStore
+from okuri.store.directory import LayoutMismatch, open_local
 from okuri.store.port import ObjectStore
 
 log = logging.getLogger("okuri.server")
@@ -35,19 +35,21 @@ def one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def _local_store(data_dir: str) -> LocalStore:
+def _local_store(data_dir: str, layout: str) -> ObjectStore:
     root = os.path.abspath(data_dir)
     try:
         os.makedirs(root, exist_ok=True)
+        return open_local(root, layout)
+    except LayoutMismatch as err:
+        raise StartupError(f"cannot use data directory {err} (OKURI_LOCAL_STORE)") from err
     except OSError as err:
         raise StartupError(f"cannot use data directory {root}: {err.strerror}") from err
-    return LocalStore(root)
 
 
 async def open_store(settings: Settings) -> ObjectStore:
     """The store the settings ask for: S3 when a bucket is set, else the local directory."""
     if settings.s3_bucket is None:
-        return await asyncio.to_thread(_local_store, settings.data_dir)
+        return await asyncio.to_thread(_local_store, settings.data_dir, settings.local_store)
     # The S3 adapter (aiobotocore, botocore: half a second of imports) loads only for S3, so
     # a server on a directory or in memory (an embedded one in tests) starts without it.
     from botocore.exceptions import BotoCoreError

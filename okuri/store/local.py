@@ -137,6 +137,17 @@ class LocalStore:
         self._emptied_lock = threading.Lock()  # deletes run in several worker threads
         self._running = 0  # blocking calls in flight
         self._recent_s = 0.0  # how long blocking calls took lately (a moving average)
+        self._syncs = 0  # fsync calls, files' and directories' (/metrics); from worker threads
+        self._syncs_lock = threading.Lock()
+
+    @property
+    def syncs(self) -> int:
+        """The durable write barriers paid: fsync calls on files and directories."""
+        return self._syncs
+
+    def _synced(self, n: int = 1) -> None:
+        with self._syncs_lock:
+            self._syncs += n
 
     # --- mapping -----------------------------------------------------------------------------
 
@@ -193,6 +204,7 @@ class LocalStore:
         for d in reversed(missing):
             with suppress(FileExistsError):
                 os.mkdir(d)
+            self._synced()
             _fsync_dir(os.path.dirname(d))
 
     def _replace(self, path: str, data: bytes) -> None:
@@ -211,6 +223,7 @@ class LocalStore:
             with open(fd, "wb", closefd=True) as f:
                 f.write(data)
                 f.flush()
+                self._synced()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
@@ -218,6 +231,7 @@ class LocalStore:
                 os.unlink(tmp)
             raise
         try:
+            self._synced()
             _fsync_dir(directory)
         except OSError as err:
             raise Ambiguous(f"wrote {path!r} but could not make it durable: {err}") from err
@@ -283,6 +297,7 @@ class LocalStore:
             except (FileNotFoundError, NotADirectoryError):
                 removed = False
             if removed:
+                self._synced()
                 _fsync_dir(os.path.dirname(path))
             os.unlink(lock_path)
         if removed:
@@ -392,9 +407,7 @@ class LocalStore:
 
     async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
         # Never on the loop: a walk of a large directory may take long.
-        return await self._run(
-            prefix, lambda: self._list(prefix, start_after, limit), inline=False
-        )
+        return await self._run(prefix, lambda: self._list(prefix, start_after, limit), inline=False)
 
     async def delete(self, key: str) -> None:
         await self._run(key, lambda: self._delete(key))

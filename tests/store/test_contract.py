@@ -1,7 +1,8 @@
 """The one contract every ObjectStore adapter must pass, run against each of them.
 
-Memory, the local directory, and S3 on a real moto server (at the bucket root and under a prefix,
-with decoy keys outside the prefix that must never show through).
+Memory, the local directory (a file per object, and the journal), and S3 on a real moto server
+(at the bucket root and under a prefix, with decoy keys outside the prefix that must never show
+through).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import pytest
 
 from okuri.errors import Conflict, NotFound, PreconditionFailed, Transient
 from okuri.store.check import verify_conditional_writes
+from okuri.store.journal import JournalStore
 from okuri.store.local import LocalStore
 from okuri.store.memory import MemoryStore, md5_etag
 from okuri.store.port import ObjectStore
 from okuri.store.s3 import S3Store
 
-ADAPTERS = ["memory", "local", "s3", "s3-prefixed"]
+ADAPTERS = ["memory", "local", "journal", "s3", "s3-prefixed"]
 S3_PREFIX = "okuri/tenant-a"  # normalised to 'okuri/tenant-a/'
 S3_DECOYS = ["okuri/tenant-b/q/a", "okuri/tenant-a-x/q/a", "q/a", "a"]
 
@@ -32,6 +34,10 @@ async def store(request: pytest.FixtureRequest, tmp_path: Any) -> AsyncIterator[
         yield MemoryStore()
     elif kind == "local":
         yield LocalStore(tmp_path / "store")
+    elif kind == "journal":
+        journal = JournalStore(tmp_path / "store")
+        yield journal
+        await journal.close()
     else:
         args = request.getfixturevalue("s3_store_args")
         if kind == "s3-prefixed":
@@ -212,7 +218,9 @@ async def test_odd_keys_round_trip_and_list_sorted(store: ObjectStore) -> None:
 # --- concurrency -----------------------------------------------------------------------------
 
 # S3 goes over HTTP to one moto process: fewer increments keep the suite fast on two cores.
-CAS_LOAD = {"memory": (8, 25), "local": (8, 25), "s3": (4, 10), "s3-prefixed": (4, 10)}
+CAS_LOAD = {
+    "memory": (8, 25), "local": (8, 25), "journal": (8, 25), "s3": (4, 10), "s3-prefixed": (4, 10),
+}  # fmt: skip
 CAS_ATTEMPTS_MAX = 1_000
 
 

@@ -1,4 +1,7 @@
-"""LocalStore across real OS processes: no lost update, and no torn or half-visible write.
+"""The local stores across real OS processes: no lost update, and no torn or half-visible write.
+
+Each test runs on the file-per-object store and on the journal store; the journal's processes
+compact it every few kilobytes, so they also follow each other's compactions.
 
 Workers are fresh interpreters running a small script, so nothing (locks, file descriptors, the
 GIL) is shared with the test except the directory itself.
@@ -13,22 +16,36 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from okuri.errors import NotFound
+from okuri.store.journal import JournalStore
 from okuri.store.local import LocalStore
 from okuri.store.memory import md5_etag
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER_TIMEOUT_S = 60.0
 
-INCREMENTER = r"""
-import asyncio, json, os, sys, time
-from okuri.errors import PreconditionFailed
+# How a worker script opens the store of the test's kind (`kind`: its last argument).
+OPEN = r"""
+from okuri.store.journal import JournalStore
 from okuri.store.local import LocalStore
 
-root, key, times, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def open_store(root, kind):
+    return LocalStore(root) if kind == "local" else JournalStore(root, compact_bytes_min=4096)
+"""
+KINDS = ["local", "journal"]
+
+INCREMENTER = (
+    OPEN
+    + r"""
+import asyncio, json, os, sys, time
+from okuri.errors import PreconditionFailed
+
+root, key, times, go, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 
 async def main():
-    store = LocalStore(root)
+    store = open_store(root, kind)
     deadline = time.monotonic() + 30
     while not os.path.exists(go) and time.monotonic() < deadline:  # start together
         time.sleep(0.002)
@@ -47,20 +64,22 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 # Overwrites one key with big self-describing bodies until killed; says when it has started.
-WRITER = r"""
+WRITER = (
+    OPEN
+    + r"""
 import asyncio, sys
-from okuri.store.local import LocalStore
 
-root, key, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+root, key, size, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
 def body(n):
     unit = f"{n:08d}\n".encode()
     return unit * (size // len(unit))
 
 async def main():
-    store = LocalStore(root)
+    store = open_store(root, kind)
     etag = await store.put_if_absent(key, body(0))
     print("started", flush=True)
     for n in range(1, 1_000_000):
@@ -68,6 +87,7 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 
 def _env() -> dict[str, str]:
@@ -75,19 +95,24 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
 
 
+def _open(root: Path, kind: str) -> LocalStore | JournalStore:
+    return LocalStore(root) if kind == "local" else JournalStore(root, compact_bytes_min=4096)
+
+
 def _well_formed(data: bytes, size: int) -> bool:
     unit = data[:9]
     return len(data) == size - size % 9 and unit.endswith(b"\n") and data == unit * (size // 9)
 
 
-async def test_processes_doing_cas_increments_lose_no_update(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_processes_doing_cas_increments_lose_no_update(tmp_path: Path, kind: str) -> None:
     procs_n, times = 4, 30
     root, go = tmp_path / "store", tmp_path / "go"
-    store = LocalStore(root)
+    store = _open(root, kind)
     await store.put_if_absent("q/counter", b"0")
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", INCREMENTER, str(root), "q/counter", str(times), str(go)],
+            [sys.executable, "-c", INCREMENTER, str(root), "q/counter", str(times), str(go), kind],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(),
@@ -107,13 +132,14 @@ async def test_processes_doing_cas_increments_lose_no_update(tmp_path: Path) -> 
     print("CAS races lost across processes:", sum(r["lost"] for r in reports))
 
 
-async def test_a_writer_killed_mid_write_leaves_old_or_new_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_writer_killed_mid_write_leaves_old_or_new_bytes(tmp_path: Path, kind: str) -> None:
     size = 4 * 1024 * 1024
     root = tmp_path / "store"
-    store = LocalStore(root)
+    store = _open(root, kind)
     for delay_s in (0.05, 0.13, 0.21):
         proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(root), "q/manifest", str(size)],
+            [sys.executable, "-c", WRITER, str(root), "q/manifest", str(size), kind],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(),
@@ -136,9 +162,10 @@ async def test_a_writer_killed_mid_write_leaves_old_or_new_bytes(tmp_path: Path)
     print("temp files left behind by killed writers (invisible):", len(with_strays))
 
 
-async def test_readers_never_see_a_partial_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+async def test_readers_never_see_a_partial_write(tmp_path: Path, kind: str) -> None:
     size = 1024 * 1024
-    store = LocalStore(tmp_path / "store")
+    store = _open(tmp_path / "store", kind)
     etag = await store.put_if_absent("q/manifest", b"00000000\n" * (size // 9))
     writes = 40
     reads = 0

@@ -24,6 +24,7 @@ from okuri.server.process import serve
 from okuri.server.settings import Settings
 from okuri.server.startup import StartupError, open_store, verify_store
 from okuri.store.counting import RequestCounts
+from okuri.store.directory import layout_of
 from okuri.store.memory import MemoryStore
 
 
@@ -97,7 +98,7 @@ async def test_readiness_follows_the_server_from_starting_to_serving_to_stopping
     finally:
         assert await server.stop() is True
     assert await server.health.readiness() == (False, "shutting down")
-    assert (tmp_path / "data" / ".locks").is_dir()  # the start-up probe wrote where it was told
+    assert layout_of(str(tmp_path / "data")) == "journal"  # the start-up probe wrote there
 
 
 async def test_readiness_reports_a_failing_store_and_reuses_answers_for_a_second() -> None:

@@ -21,7 +21,8 @@ import boto3
 from okuri.clock import SystemClock
 from okuri.engine import Engine, SendRequest
 from okuri.server.settings import DEV_ACCESS_KEY_ID, DEV_SECRET_ACCESS_KEY
-from okuri.store.local import LocalStore
+from okuri.store.directory import layout_of, open_local
+from okuri.store.journal import JournalStore
 
 if TYPE_CHECKING:
     from tests.servers import Launch, Response, RunToExit, ServerProcess
@@ -154,13 +155,14 @@ def test_the_configured_data_dir_holds_the_store(launch: Launch, tmp_path: Path)
     assert data_dir.is_dir() and any(data_dir.iterdir())
 
     async def create_queue_beside_the_server() -> None:
-        engine = Engine(LocalStore(data_dir), SystemClock(), linger_ms=0)
+        engine = Engine(open_local(str(data_dir)), SystemClock(), linger_ms=0)
         await engine.create_queue("beside")
         await engine.send_one("beside", SendRequest(b"hello"))
         await engine.close()
 
     asyncio.run(create_queue_beside_the_server())
-    assert (data_dir / "m%" / "beside").is_file()
+    assert layout_of(str(data_dir)) == "journal"  # a new directory's layout, for both
+    assert asyncio.run(JournalStore(data_dir).get("m/beside")).data
     # The server's readiness probe lists the same directory, now holding a queue, and still passes.
     lists_before = metrics(server)['okuri_store_requests_total{class="list"}']
     deadline = time.monotonic() + 10
@@ -181,6 +183,19 @@ def test_an_unusable_data_dir_refuses_to_start_with_one_line(
     assert_one_line_refusal(result.stderr, "cannot use data directory", str(blocker))
 
 
+def test_a_directory_of_the_other_layout_refuses_to_start_with_one_line(
+    run_to_exit: RunToExit, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    asyncio.run(open_local(str(data_dir), "files").put_if_absent("m/q", b"{}"))
+    result = run_to_exit({"OKURI_DATA_DIR": str(data_dir), "OKURI_LOCAL_STORE": "journal"})
+    assert result.returncode == 1
+    assert_one_line_refusal(result.stderr, "cannot use data directory", "OKURI_LOCAL_STORE")
+    assert layout_of(str(data_dir)) == "files"  # left as it was
+    result = run_to_exit({"OKURI_DATA_DIR": str(data_dir), "OKURI_LOCAL_STORE": "sideways"})
+    assert result.returncode == 2 and "OKURI_LOCAL_STORE" in result.stderr
+
+
 def test_a_non_numeric_linger_exits_2_with_one_line_and_no_traceback(
     run_to_exit: RunToExit, tmp_path: Path
 ) -> None:
@@ -189,7 +204,7 @@ def test_a_non_numeric_linger_exits_2_with_one_line_and_no_traceback(
     assert result.stderr.strip() == (
         "okuri: error: OKURI_LINGER_MS='abc': expected a whole number of milliseconds"
     )
-    assert not (tmp_path / ".locks").exists()  # refused before touching the store
+    assert not any(tmp_path.iterdir())  # refused before touching the store
 
 
 def test_other_bad_settings_exit_2_naming_the_variable(

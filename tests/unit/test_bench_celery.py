@@ -109,13 +109,13 @@ def test_okuri_is_set_against_brokers_as_durable_and_unconfirmed_against_their_d
 
 
 def test_okuri_rows_say_what_a_task_cost_in_store_requests_commits_and_api_requests() -> None:
-    counts = {"cas": 1.4, "get": 1.0, "put": 1.0, "commits": 1.42, "api lease": 0.89}
+    counts = {"cas": 1.4, "get": 1.0, "put": 1.0, "commits": 1.42, "syncs": 0.9, "api lease": 0.89}
     runs = {"okuri": {**_run(200, 90), "store_per_task": counts}, "redis": _run(1000, 500)}
     lines = celery_report.render(_result(runs)).splitlines()
     okuri = lines.index(next(line for line in lines if line.startswith("okuri ")))
     assert lines[okuri + 1].split() == [
         "per", "task:", "store", "cas", "1.40,", "get", "1.00,", "put", "1.00;", "manifest",
-        "commits", "1.42;", "requests", "lease", "0.89",
+        "commits", "1.42;", "syncs", "0.90;", "requests", "lease", "0.89",
     ]  # fmt: skip
     assert not lines[okuri + 2].startswith(" ")  # redis's row has none
 
@@ -130,7 +130,8 @@ def test_rounds_take_the_median_of_each_per_task_count() -> None:
 def test_ministack_is_a_broker_of_its_own_beside_moto() -> None:
     args = celery_bench.build_parser().parse_args(["--brokers", "sqs,ministack"])
     assert args.brokers == ["sqs", "ministack"]
-    assert celery_bench.build_parser().parse_args([]).brokers == list(celery_brokers.BROKERS)
+    default = celery_bench.build_parser().parse_args([]).brokers
+    assert default == [b for b in celery_brokers.BROKERS if b != "okuri-files"]
     assert {"ministack", "moto"} <= set(celery_brokers.BROKERS)
 
 
@@ -169,9 +170,11 @@ def test_a_scrape_sums_api_requests_over_outcomes_and_subtracts_a_scrape_before(
         'okuri_sqs_requests_total{action="SendMessage",outcome="ok"} 3',
         'okuri_store_requests_total{class="put"} 5',
         'okuri_engine_events_total{event="manifest_commits"} 4',
+        "okuri_store_syncs_total 11",
     ])  # fmt: skip
     after = metrics.parse(text)
     assert after.api == {"lease": 9.0, "SendMessage": 3.0}
     assert after.store == {"put": 5.0} and after.events == {"manifest_commits": 4.0}
     before = metrics.parse('okuri_native_requests_total{operation="lease",outcome="ok"} 4')
     assert after.minus(before).api == {"lease": 5.0, "SendMessage": 3.0}
+    assert after.syncs == 11.0 and after.minus(before).syncs == 11.0 and before.syncs is None

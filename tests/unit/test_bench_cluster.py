@@ -458,14 +458,15 @@ def test_a_message_finished_and_then_unfinished_again_is_marked_in_its_story() -
     assert message_state(versions[0].m, 9, 0, start_wall_s)["state"] == "not adopted yet"
 
 
+@pytest.mark.parametrize("layout", ["journal", "files"])
 def test_the_watch_records_each_new_version_of_a_local_manifest_and_reads_it_back(
-    tmp_path: Path,
+    tmp_path: Path, layout: str
 ) -> None:
     import asyncio
 
-    from okuri.store.local import LocalStore
+    from okuri.store.directory import open_local
 
-    store = LocalStore(tmp_path / "data")
+    store = open_local(str(tmp_path / "data"), layout)
     asyncio.run(store.put_if_absent("m/q.x", b'{"v": 1}'))
     read = local_reader(tmp_path / "data", "q.x")
     assert read() == b'{"v": 1}'
