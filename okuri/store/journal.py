@@ -31,6 +31,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from okuri.store.memory import md5_etag
 from okuri.store.port import Blob
 
 T = TypeVar("T")
+log = logging.getLogger("okuri.store.journal")
 
 LOCK_FILE = ".journal.lock"
 PREFIX = "journal-"
@@ -252,13 +254,22 @@ class JournalStore:
                 out, appended = self._decide(batch)
             if appended:
                 self._append(fd, start, appended)
-            with self._mutex:
-                self._catch_up()  # our own records, read as any other process reads them
-                if self._tail > max(self.compact_bytes_min, self._live * self.compact_ratio):
-                    self._compact()
+            self._after_append()
             return out
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _after_append(self) -> None:
+        """Read our own records back (as any other process reads them) and compact if due. The
+        batch is durable by now, so a failure here is logged, never its writes' outcome: the
+        next request reads the records again, and a compaction cut short is one nobody reads."""
+        try:
+            with self._mutex:
+                self._catch_up()
+                if self._tail > max(self.compact_bytes_min, self._live * self.compact_ratio):
+                    self._compact()
+        except OSError as err:
+            log.warning("journal store: after a synced append: %s", err)
 
     def _decide(self, batch: list[_Write]) -> tuple[list[str | Exception], bytes]:
         """Each write's outcome against the index and the batch's writes before it."""

@@ -140,3 +140,21 @@ async def test_a_reader_skips_generations_compacted_away_and_a_writer_removes_th
     await store.put_if_match("q/m", b"newer", blob.etag)
     assert _journals(root) == [journal_name(3)]
     await store.close()
+
+
+async def test_a_failure_after_the_synced_append_leaves_the_writes_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JournalStore(tmp_path / "store", compact_bytes_min=64)
+    etag = await store.put_if_absent("q/m", b"v1")
+
+    def broken() -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(store, "_compact", broken)
+    new = await store.put_if_match("q/m", b"v2" * 100, etag)  # due for compaction, which fails
+    assert new == md5_etag(b"v2" * 100)
+    monkeypatch.undo()
+    assert (await store.get("q/m")).data == b"v2" * 100
+    assert (await JournalStore(tmp_path / "store").get("q/m")).etag == new
+    await store.close()
