@@ -45,10 +45,11 @@ from okuri.errors import (
     NotFound,
     PreconditionFailed,
     StoreError,
-    StoreMisconfigured,
     Transient,
 )
 from okuri.store import journal_records as records
+from okuri.store.local_io import RecentTime, translate
+from okuri.store.local_io import fsync_dir as _fsync_dir
 from okuri.store.memory import md5_etag
 from okuri.store.port import Blob
 
@@ -57,8 +58,6 @@ log = logging.getLogger("okuri.store.journal")
 
 LOCK_FILE = ".journal.lock"
 PREFIX = "journal-"
-_NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
-_RECENT_WEIGHT = 0.2  # of the latest batch in the moving average of batch times
 _ABSENT = object()
 
 
@@ -95,17 +94,7 @@ def holds_journal(root: str) -> bool:
 
 
 def _translate(err: OSError, key: str) -> StoreError:
-    if err.errno in _NOT_ALLOWED:
-        return StoreMisconfigured(f"journal store cannot write or read {key!r}: {err}")
-    return Transient(f"journal store I/O error on {key!r}: {err}")
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return translate(err, key, "journal store")
 
 
 class JournalStore:
@@ -130,7 +119,7 @@ class JournalStore:
         self._lock_fd: int | None = None
         self._pending: list[tuple[_Write, asyncio.Future[str | None]]] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._recent_s = 0.0  # how long batches took lately (a moving average)
+        self._recent = RecentTime(self._clock)  # how long batches took lately
         self._closed = False
         self._swept = False  # generations left before ours are removed (by the first batch)
         self.syncs = 0  # fsync and fdatasync calls: the durable write barriers paid (/metrics)
@@ -393,19 +382,11 @@ class JournalStore:
         """On the loop while such calls have lately been quick (the hop to a thread costs more
         than a sync on a fast disk), else in a worker thread so a slow disk never stalls it."""
         try:
-            if self._recent_s < limits.local_inline_s_max:
-                return self._timed(fn)
-            return await asyncio.to_thread(self._timed, fn)
+            if self._recent.quick:
+                return self._recent.timed(fn)
+            return await asyncio.to_thread(self._recent.timed, fn)
         except OSError as err:
             raise _translate(err, key) from err
-
-    def _timed(self, fn: Callable[[], T]) -> T:
-        start = self._clock.monotonic_s()
-        try:
-            return fn()
-        finally:
-            took = self._clock.monotonic_s() - start
-            self._recent_s += (took - self._recent_s) * _RECENT_WEIGHT
 
     async def get(self, key: str) -> Blob:
         return self.get_blocking(key)

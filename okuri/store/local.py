@@ -45,9 +45,9 @@ from okuri.errors import (
     NotFound,
     PreconditionFailed,
     StoreError,
-    StoreMisconfigured,
-    Transient,
 )
+from okuri.store.local_io import RecentTime, translate
+from okuri.store.local_io import fsync_dir as _fsync_dir
 from okuri.store.memory import md5_etag
 from okuri.store.port import Blob
 
@@ -59,8 +59,6 @@ DIR_SUFFIX = "%"
 
 # Each retry below needs a concurrent delete of the same key or directory; bounded all the same.
 
-_RECENT_WEIGHT = 0.2  # of the latest call in the moving average of call times
-_NOT_ALLOWED = (errno.EACCES, errno.EPERM, errno.EROFS)
 _ABSENT = object()
 
 
@@ -92,18 +90,7 @@ def _segments(key: str) -> list[str]:
 
 
 def _translate(err: OSError, key: str) -> StoreError:
-    """An OSError before a write took effect: retryable unless the directory refuses us."""
-    if err.errno in _NOT_ALLOWED:
-        return StoreMisconfigured(f"local store cannot write or read {key!r}: {err}")
-    return Transient(f"local store I/O error on {key!r}: {err}")
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    return translate(err, key, "local store")
 
 
 def _read(path: str) -> bytes | None:
@@ -136,7 +123,7 @@ class LocalStore:
         self._emptied: dict[str, float] = {}  # directory -> when a delete last emptied it
         self._emptied_lock = threading.Lock()  # deletes run in several worker threads
         self._running = 0  # blocking calls in flight
-        self._recent_s = 0.0  # how long blocking calls took lately (a moving average)
+        self._recent = RecentTime(self._clock)
         self._syncs = 0  # fsync calls, files' and directories' (/metrics); from worker threads
         self._syncs_lock = threading.Lock()
 
@@ -367,27 +354,18 @@ class LocalStore:
         the calls that may run here take over `limits.local_inline_s_max` on average (a slow
         disk, another process holding the key's lock) none does, so the loop never stalls for
         long. Those calls are timed wherever they run, so the average recovers."""
-        alone = inline and self._running == 0 and self._recent_s < limits.local_inline_s_max
+        alone = inline and self._running == 0 and self._recent.quick
         self._running += 1
         try:
             if alone:
-                return self._timed(fn)
+                return self._recent.timed(fn)
             if not inline:
                 return await asyncio.to_thread(fn)
-            return await asyncio.to_thread(self._timed, fn)
+            return await asyncio.to_thread(self._recent.timed, fn)
         except OSError as err:
             raise _translate(err, key) from err
         finally:
             self._running -= 1
-
-    def _timed(self, fn: Callable[[], T]) -> T:
-        start = self._clock.monotonic_s()
-        try:
-            return fn()
-        finally:
-            took = self._clock.monotonic_s() - start
-            # From several threads at once a step may be lost: an average, not a count.
-            self._recent_s += (took - self._recent_s) * _RECENT_WEIGHT
 
     async def get(self, key: str) -> Blob:
         # Inline, not in a worker thread: a read takes no lock and no fsync, and of a file
