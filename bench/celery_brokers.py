@@ -166,9 +166,8 @@ def okuri_broker(name: str, workdir: Path, sqs: SqsSettings) -> Iterator[Broker]
         env["OKURI_LOCAL_STORE"] = "files"
     node = start_node(0, StoreSpec(data_dir=data_dir), workdir, env)
     try:
-        store = "local directory (fresh tmp), durable: a send returns once committed"
-        if name == "okuri-files":
-            store = store.replace("local directory", "local directory, a file per object")
+        layout = ", a file per object" if name == "okuri-files" else ""
+        store = f"local directory{layout} (fresh tmp), durable: a send returns once committed"
         if name in OKURI_NATIVE:
             confirm = name != "okuri-unconfirmed"
             yield Broker(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from okuri.store.journal import JournalStore, generation_of, holds_journal
+from okuri.store.journal import JournalStore, generation_of
 from okuri.store.local import LocalStore
 
 LAYOUTS = ("auto", "journal", "files")
@@ -23,14 +23,14 @@ class LayoutMismatch(ValueError):
 
 def layout_of(root: str) -> str | None:
     """ "journal" or "files" for a directory holding objects, None for a new or empty one."""
-    if holds_journal(root):
-        return "journal"
     try:
         names = os.listdir(root)
     except FileNotFoundError:
         return None
+    if any(generation_of(n) is not None for n in names):
+        return "journal"
     # A file-per-object directory's entries are escaped keys, which never start with '.'.
-    if any(not n.startswith(".") and generation_of(n) is None for n in names):
+    if any(not n.startswith(".") for n in names):
         return "files"
     return None
 

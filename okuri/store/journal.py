@@ -50,7 +50,7 @@ from okuri.errors import (
 from okuri.store import journal_records as records
 from okuri.store.local_io import RecentTime, translate
 from okuri.store.local_io import fsync_dir as _fsync_dir
-from okuri.store.memory import md5_etag
+from okuri.store.memory import list_page, md5_etag
 from okuri.store.port import Blob
 
 T = TypeVar("T")
@@ -172,18 +172,20 @@ class JournalStore:
                     if not self._open_lowest(at_least=int(r.key)):
                         return
                     break
-                self._apply(r, buf[r.data_at - self._tail : r.end - self._tail])
+                data = buf[r.data_at - self._tail : r.end - self._tail]
+                self._apply(r, md5_etag(data) if r.kind == records.PUT else "")
             else:
                 self._tail += used
                 return
 
-    def _apply(self, r: records.Record, data: bytes) -> None:
+    def _apply(self, r: records.Record, etag: str) -> None:
+        """Record `r` into the index; `etag`, its data's (a PUT's)."""
         old = self._index.pop(r.key, None)
         if old is not None:
             self._live -= old.size
         if r.kind == records.PUT:
-            size = records.HEADER.size + len(r.key.encode("utf-8")) + r.data_len
-            self._index[r.key] = _Entry(r.data_at, r.data_len, md5_etag(data), size)
+            size = r.end - r.start
+            self._index[r.key] = _Entry(r.data_at, r.data_len, etag, size)
             self._live += size
             if old is None:
                 bisect.insort(self._keys, r.key)
@@ -205,15 +207,7 @@ class JournalStore:
     def _list(self, prefix: str, start_after: str, limit: int) -> list[str]:
         with self._mutex:
             self._catch_up()
-            i = bisect.bisect_left(self._keys, prefix)
-            if start_after:
-                i = max(i, bisect.bisect_right(self._keys, start_after))
-            out: list[str] = []
-            for key in self._keys[i:]:
-                if len(out) >= limit or not key.startswith(prefix):
-                    break
-                out.append(key)
-            return out
+            return list_page(self._keys, prefix, start_after, limit)
 
     # --- writing (a batch at a time, in one process) -----------------------------------------
 
@@ -240,31 +234,40 @@ class JournalStore:
                 fd, start = self._fd, self._tail
                 if os.fstat(fd).st_size > start:  # a crash's torn record: nobody else appends
                     os.ftruncate(fd, start)
-                out, appended = self._decide(batch)
+                out, appended, etags = self._decide(batch)
             if appended:
                 self._append(fd, start, appended)
-            self._after_append()
+            self._after_append(fd, start, appended, etags)
             return out
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _after_append(self) -> None:
-        """Read our own records back (as any other process reads them) and compact if due. The
-        batch is durable by now, so a failure here is logged, never its writes' outcome: the
-        next request reads the records again, and a compaction cut short is one nobody reads."""
+    def _after_append(self, fd: int, start: int, appended: bytes, etags: list[str]) -> None:
+        """Put our own records into the index from the bytes and etags at hand (unless a read
+        on the loop has caught up with them already), and compact if due. The batch is durable
+        by now, so a failure here is logged, never its writes' outcome: the next request reads
+        the records again, and a compaction cut short is one nobody reads."""
         try:
             with self._mutex:
+                if appended and self._fd == fd and self._tail == start:
+                    found, used = records.parse(appended, start)
+                    if used == len(appended) and len(found) == len(etags):
+                        for r, etag in zip(found, etags, strict=True):
+                            self._apply(r, etag)
+                        self._tail = start + used
                 self._catch_up()
                 if self._tail > max(self.compact_bytes_min, self._live * self.compact_ratio):
                     self._compact()
         except OSError as err:
             log.warning("journal store: after a synced append: %s", err)
 
-    def _decide(self, batch: list[_Write]) -> tuple[list[str | Exception], bytes]:
-        """Each write's outcome against the index and the batch's writes before it."""
+    def _decide(self, batch: list[_Write]) -> tuple[list[str | Exception], bytes, list[str]]:
+        """Each write's outcome against the index and the batch's writes before it; the records
+        to append, and each record's etag ("" for a delete)."""
         now: dict[str, str | None] = {}  # what the batch has done to a key so far
         out: list[str | Exception] = []
         chunks: list[bytes] = []
+        etags: list[str] = []
         for w in batch:
             current = now[w.key] if w.key in now else _etag_in(self._index, w.key)
             if w.expected is _ABSENT and current is not None:
@@ -279,14 +282,16 @@ class JournalStore:
             if w.data is None:
                 if current is not None:
                     chunks.append(records.encode(records.DELETE, w.key))
+                    etags.append("")
                 now[w.key] = None
                 out.append("")
                 continue
             etag = md5_etag(w.data)
             chunks.append(records.encode(records.PUT, w.key, w.data))
+            etags.append(etag)
             now[w.key] = etag
             out.append(etag)
-        return out, b"".join(chunks)
+        return out, b"".join(chunks), etags
 
     def _append(self, fd: int, start: int, data: bytes) -> None:
         try:

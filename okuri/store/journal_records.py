@@ -33,7 +33,8 @@ DATA_BYTES_MAX = 2**32 - 1
 class Record:
     kind: int
     key: str
-    data_at: int  # where the data starts in the journal file
+    start: int  # where the record starts in the journal file
+    data_at: int  # where its data starts
     data_len: int
     end: int  # where the next record starts
 
@@ -68,6 +69,6 @@ def parse(buf: bytes, at: int) -> tuple[list[Record], int]:
             key = bytes(raw).decode("utf-8")
         except UnicodeDecodeError:
             break
-        records.append(Record(kind, key, at + start + key_len, data_len, at + end))
+        records.append(Record(kind, key, at + pos, at + start + key_len, data_len, at + end))
         pos = end
     return records, pos

@@ -35,6 +35,18 @@ class Faults:
     p_ambiguous: float = 0.0
 
 
+def list_page(keys: list[str], prefix: str, start_after: str, limit: int) -> list[str]:
+    """One LIST page out of `keys`, sorted: those under `prefix` after `start_after`, `limit` at
+    most (the stores that keep their keys in memory answer LIST from such a list)."""
+    start = max(bisect_left(keys, prefix), bisect_right(keys, start_after))
+    out: list[str] = []
+    for key in keys[start:]:
+        if len(out) >= limit or not key.startswith(prefix):
+            break
+        out.append(key)
+    return out
+
+
 def md5_etag(data: bytes) -> str:
     return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
 
@@ -142,13 +154,7 @@ class MemoryStore:
 
     async def list(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[str]:
         await self._read()
-        start = max(bisect_left(self._keys, prefix), bisect_right(self._keys, start_after))
-        out: list[str] = []
-        for key in self._keys[start:]:
-            if len(out) >= limit or not key.startswith(prefix):
-                break
-            out.append(key)
-        return out
+        return list_page(self._keys, prefix, start_after, limit)
 
     async def delete(self, key: str) -> None:
         def apply() -> str:
