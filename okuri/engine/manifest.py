@@ -160,6 +160,11 @@ class Manifest:
     def state(self) -> QueueState | None:
         return self.cell.state
 
+    @property
+    def forwarding(self) -> bool:
+        """This node's own forward is out: its next commit waits for the leader's answer."""
+        return self._forwarding
+
     async def current(self) -> QueueState:
         return await self._unless_expired(await self.cell.cached())
 

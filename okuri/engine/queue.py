@@ -17,10 +17,11 @@ rooms together and holds what spans them (purge, counts, sweep, lifecycle).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from okuri import limits
 from okuri.clock import Clock
@@ -30,6 +31,7 @@ from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import (
     AckResult,
     DeadLetterResult,
+    LeaseResult,
     Outcome,
     Purge,
     Reach,
@@ -289,6 +291,17 @@ class Queue:
         else:
             self.slots.take_hints(st, req.slots)
         results, etag, data = await self.manifest.commit_for_peer(req.ops)
+        dead = [g for r in results if isinstance(r, LeaseResult) for g in r.dead]
+        if dead:
+            # Moved here, not by the follower: were its answer lost, nobody would move them,
+            # and each would stay held for the dead-letter hold (its FIFO group waiting behind
+            # it), where a lost lease hides a message for a visibility timeout (simulator, seed
+            # 9335). Awaited, so the dead-letter queue has them when the receive answers, but
+            # not while this node's own forward is out: the move's commit would wait behind it.
+            move = self.tasks.spawn(self.finisher.dead_letter(dead))
+            if not self.manifest.forwarding:
+                await asyncio.shield(move)
+            results = [replace(r, dead=()) if isinstance(r, LeaseResult) else r for r in results]
         after = self.manifest.state
         if not req.segments or after is None:
             return CommitReply(results, etag, data)
