@@ -272,6 +272,7 @@ class Lanes:
             lane = name.partition(keys.LANE_SEP)[2]
             (listed,) = await self.root.manifest.commit([AddLane(lane, st.incarnation)])
             if listed is True:
+                q.slots.sole_writer = True
                 self.own = q
                 self._stats["lanes_opened"] += 1
         except (QueueDoesNotExist, Unavailable) as err:

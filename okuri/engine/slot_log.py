@@ -89,6 +89,10 @@ class SlotLog:
         self._tasks = tasks
         self._notify = notify
         self.head_hint = 0  # no free slot below this one (as far as this node knows)
+        # Only this node writes this log (a lane it opened, okuri/engine/lanes.py): past
+        # `head_hint` lies nothing it was not told of, so discovery reads no slot there. Off
+        # for good once a write fails, which may have left a segment this node never learnt of.
+        self.sole_writer = False
         # Told when another node's segment took the slot this node's producer picked: the
         # queue's lanes (okuri/engine/lanes.py) give this node a slot log of its own.
         self.contended: Callable[[], None] = lambda: None
@@ -182,7 +186,11 @@ class SlotLog:
         messages = [m for m, _ in items]
         segment = Segment(self.clock.new_id(), tuple(messages))
         arrived_s = min(at for _, at in items)
-        slot = await self._write(segment, encode_segment(segment), arrived_s)
+        try:
+            slot = await self._write(segment, encode_segment(segment), arrived_s)
+        except BaseException:
+            self.sole_writer = False
+            raise
         self._stats["segments_written"] += 1
         self._stats["segment_messages"] += len(messages)
         return [(slot, i) for i in range(len(messages))]
@@ -418,6 +426,11 @@ class SlotLog:
         reads, ended, new = 0, False, 0
         while have < max(want_messages, 1) and reads < limits.probe_segments_max:
             width = min(self._width, limits.probe_segments_max - reads)
+            if self.sole_writer:
+                width = min(width, self.head_hint - head)
+                if width <= 0:  # the end of what this node wrote: the end of the log
+                    ended = True
+                    break
             segs = await asyncio.gather(*(self.read_slot(inc, head + i) for i in range(width)))
             reads += width
             got = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from okuri.core.lane_ops import AddLane, CloseLane, DropLane
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import apply
 from okuri.engine import Delivery, Engine, SendRequest
-from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid
+from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
 from okuri.store.counting import CountingStore
@@ -531,3 +532,92 @@ def test_a_busy_node_still_drains_a_lane_whose_own_consumers_are_gone() -> None:
     seen, drained_at = run_virtual(scenario())
     # late after 5 s, then one of a few receives looks there first
     assert drained_at is not None and drained_at <= 8.0, (len(seen), drained_at)
+
+
+class _Reads(MemoryStore):
+    """A memory store that remembers the key of every GET."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.got: list[str] = []
+
+    async def get(self, key: str) -> Blob:
+        self.got.append(key)
+        return await super().get(key)
+
+
+def test_a_node_reads_no_slot_of_its_own_lane_past_what_it_wrote() -> None:
+    """Only the node that opened a lane writes its log, so the end of what it wrote is the end
+    of the log: its consumers wait on its own writes, not on GETs of the slot after them (on
+    sixteen nodes those probes were 2 GETs a thousand messages, each answered 404)."""
+
+    async def scenario() -> tuple[list[str], int, int]:
+        store = _Reads()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        await drain([a, b])
+        own = a.lanes(Q).own
+        assert own is not None and own.slots.sole_writer
+        mine = keys.segment(own.name, (await own.current()).incarnation, 0).rsplit("/", 1)[0]
+        store.got.clear()
+        loop = asyncio.get_running_loop()
+        sent = got = 0
+        end = loop.time() + 10
+
+        async def produce() -> None:
+            nonlocal sent
+            i = 0
+            while loop.time() < end:
+                await a.send(Q, batch(f"own-{i}"))
+                sent += 10
+                i += 1
+                await asyncio.sleep(0.05)
+
+        async def consume() -> None:
+            nonlocal got
+            while loop.time() < end + 2:
+                ds = await a.receive(Q, 10, 30, 1)
+                await a.ack(Q, [d.receipt_handle for d in ds])
+                got += len(ds)
+
+        await asyncio.gather(produce(), consume(), consume())
+        await close([a, b])
+        return [k for k in store.got if k.startswith(mine + "/")], sent, got
+
+    own_reads, sent, got = run_virtual(scenario())
+    assert got == sent > 0
+    assert own_reads == []
+
+
+def test_a_failed_write_makes_a_node_read_its_own_lane_again() -> None:
+    """A write that fails may still have left its segment in a slot past `head_hint`: from then
+    on the node's discovery reads its own lane as it reads any log, and finds that segment."""
+
+    async def scenario() -> tuple[bool, int]:
+        store = MemoryStore()
+        a, b = cluster(store)
+        await a.create_queue(Q)
+        await send_together([a, b], 6)
+        await drain([a, b])
+        own = a.lanes(Q).own
+        assert own is not None and own.slots.sole_writer
+        st = await own.current()
+        slot = own.slots.known_end()
+        real = own.slots._write
+
+        async def lost(segment: Any, data: bytes, arrived_s: float) -> int:
+            await store.put_if_absent(keys.segment(own.name, st.incarnation, slot), data)
+            raise Unavailable("the answer was lost")
+
+        own.slots._write = lost  # type: ignore[method-assign]
+        results = await a.send(Q, batch("lost", 1))
+        own.slots._write = real  # type: ignore[method-assign]
+        assert isinstance(results[0], Unavailable)
+        got = await drain([a])
+        await close([a, b])
+        return own.slots.sole_writer, len(got)
+
+    sole, got = run_virtual(scenario())
+    assert not sole
+    assert got == 1  # written though its send failed: delivered, as SQS may after an error
