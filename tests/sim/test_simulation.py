@@ -114,11 +114,12 @@ def test_simulation_catches_an_engine_that_hands_out_leases_taken_ahead_unchecke
     assert any(not run_seed(s).ok for s in range(150)), "the checkers missed it"
 
 
-RELEASE_SEED = 103_115  # found by searching seeds from 100000 with the mutations below
+RELEASE_SEED = 100_341  # found by searching seeds from 100000 with the mutations below
 # (100,900 until a delete's commit took the next leases along, 101,124 until lanes retired,
 # 101,288 until late lanes went first, 101,758 until receives tried lanes they lead first and
 # sweeps aged idle FIFO windows, 101,124 until a forwarded lease's answer brought its
-# segments back: each changed the schedules)
+# segments back, 103,115 until a leader moved the dead letters a forwarded lease found: each
+# changed the schedules)
 
 
 def test_a_forwarded_release_whose_answer_was_lost_is_not_applied_again(
@@ -297,9 +298,9 @@ def test_a_dead_lettered_copy_counts_as_delivered() -> None:
 # along, 3,027 until lanes retired, 3,237, 3,117, 4,537 and 3,667 until a lane's producer
 # claimed its lead, receives shared their probes of the log, a node looked into one other lane a
 # second and late lanes went first, 3,487 until receives tried lanes they lead first, 3,637
-# until a forwarded lease's answer brought its segments back: each changed what its runs lease
-# and when).
-DELETE_JUDGED_SEED = 4_887
+# until a forwarded lease's answer brought its segments back, 4,887 until a leader moved the
+# dead letters a forwarded lease found: each changed what its runs lease and when).
+DELETE_JUDGED_SEED = 5_537
 
 
 def test_a_delete_that_writes_nothing_is_judged_on_a_state_shown_current_after_it_was_asked(
