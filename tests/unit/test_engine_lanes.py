@@ -20,6 +20,7 @@ from okuri.core.lane_ops import AddLane, CloseLane, DropLane
 from okuri.core.state import QueueAttrs, QueueState
 from okuri.core.transitions import apply
 from okuri.engine import Delivery, Engine, SendRequest
+from okuri.engine.queue import Queue
 from okuri.errors import QueueDoesNotExist, ReceiptHandleInvalid, Unavailable
 from okuri.sim.loop import run_virtual
 from okuri.sim.world import EPOCH_MS
@@ -546,6 +547,17 @@ class _Reads(MemoryStore):
         return await super().get(key)
 
 
+async def _own_lane(store: MemoryStore) -> tuple[Engine, Engine, Queue]:
+    """Two nodes whose producers met, each with a lane of its own, and the first one's lane."""
+    a, b = cluster(store)
+    await a.create_queue(Q)
+    await send_together([a, b], 6)
+    await drain([a, b])
+    own = a.lanes(Q).own
+    assert own is not None and own.slots.sole_writer
+    return a, b, own
+
+
 def test_a_node_reads_no_slot_of_its_own_lane_past_what_it_wrote() -> None:
     """Only the node that opened a lane writes its log, so the end of what it wrote is the end
     of the log: its consumers wait on its own writes, not on GETs of the slot after them (on
@@ -553,12 +565,7 @@ def test_a_node_reads_no_slot_of_its_own_lane_past_what_it_wrote() -> None:
 
     async def scenario() -> tuple[list[str], int, int]:
         store = _Reads()
-        a, b = cluster(store)
-        await a.create_queue(Q)
-        await send_together([a, b], 6)
-        await drain([a, b])
-        own = a.lanes(Q).own
-        assert own is not None and own.slots.sole_writer
+        a, b, own = await _own_lane(store)
         mine = keys.segment(own.name, (await own.current()).incarnation, 0).rsplit("/", 1)[0]
         store.got.clear()
         loop = asyncio.get_running_loop()
@@ -596,12 +603,7 @@ def test_a_failed_write_makes_a_node_read_its_own_lane_again() -> None:
 
     async def scenario() -> tuple[bool, int]:
         store = MemoryStore()
-        a, b = cluster(store)
-        await a.create_queue(Q)
-        await send_together([a, b], 6)
-        await drain([a, b])
-        own = a.lanes(Q).own
-        assert own is not None and own.slots.sole_writer
+        a, b, own = await _own_lane(store)
         st = await own.current()
         slot = own.slots.known_end()
         real = own.slots._write
